@@ -1,0 +1,30 @@
+# Two commands do everything on a fresh machine (README): `make demo` and `make test`.
+# Both create .venv and install capaware into it first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# torch/torchvision: the builds that lie on this machine's disk (plain `pip install torch` may pull GBs).
+TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+
+.PHONY: demo test bench venv clean-demo
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH_PINS)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
+
+test: venv
+	$(PY) -m pytest
+
+bench: venv
+	$(PY) benchmarks/bench_log_ratio.py
+
+clean-demo:
+	rm -rf runs/demo results

@@ -1,0 +1,1 @@
+"""Stage one: label spaces, samplers, losses, the embedding model and its training."""

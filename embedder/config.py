@@ -1,0 +1,146 @@
+"""Typed, validated configs for stage one (OmegaConf structured configs).
+
+A YAML file is merged onto these dataclasses, then ``key=value`` overrides from the command line; an
+unknown or mistyped key is a CapawareError naming the key and the file. Every hyper-parameter the
+training loop uses lives here, so a config file is the whole description of a run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from embedder.errors import CapawareError
+
+
+@dataclass
+class SynthConfig:
+    """Parameters of the embedded-default generator, used when the data folder does not exist yet."""
+    n_train: int = 1000
+    n_test: int = 100
+    seed: int = 0
+    size: int = 64
+
+
+@dataclass
+class DataConfig:
+    track: str = "pose"  # pose | layout | caption
+    format: str = "pose_json"  # pose_json | mpii | lsun | karpathy
+    root: str = "data/poses"  # dataset folder
+    annotation: str = ""  # annotation file (relative to root); empty: the format's default name
+    image_root: str = ""  # images folder when it is not next to the annotation (MPII)
+    input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
+    layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)
+    in_memory: bool = True  # decode every image once into RAM (small sets); else decode per batch
+    num_workers: int = 0
+    synthetic: Optional[SynthConfig] = None  # generate the embedded default if root is missing
+
+
+@dataclass
+class GraphConfig:
+    m: int = 30  # neighbours kept per training image (>= binary positives and >= k)
+
+
+@dataclass
+class ModelConfig:
+    arch: str = "resnet18"  # resnet18 | resnet34 | resnet50 | resnet101
+    embed_dim: int = 128
+    init: str = "none"  # none | imagenet | path to a capaware checkpoint
+    weights: str = ""  # local torchvision weights file for init=imagenet (no download at run time)
+
+
+@dataclass
+class MethodConfig:
+    """One loss + mining combination (a row of the paper's retrieval tables)."""
+    name: str = "L(Log-ratio)+M(Dense)"
+    loss: str = "log_ratio"  # log_ratio | triplet | margin
+    mining: str = "dense"  # dense | binary
+    margin: float = 0.03  # triplet: 0.03 dense, 0.2 binary; margin loss: alpha
+    embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 150
+    k: int = 5  # label-nearest neighbours of each anchor put in its minibatch
+    anchors_per_batch: int = 1  # the paper: 1; more anchors share one forward pass on CPU
+    positives: int = 30  # binary mining: the anchor's nearest training images count as positives
+    epochs: float = 15.0  # may be fractional (a demo trains on part of an epoch)
+    optimizer: str = "sgd"  # sgd | adam
+    lr: float = 1e-2
+    lr_decay: float = 0.9  # exponential decay of lr per epoch
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    log_ratio_eps: float = 1e-6
+    ckpt_every: int = 50  # steps between checkpoints (and at the end)
+    log_every: int = 10
+    stop_after_steps: Optional[int] = None  # testing aid: exit abruptly after this step, like a kill
+
+
+@dataclass
+class PretrainConfig:
+    """Class pretraining (multi-label BCE on object categories): the stand-in for ImageNet."""
+    epochs: float = 3.0
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    ckpt_every: int = 50
+
+
+@dataclass
+class EvalConfig:
+    query_split: str = "test"
+    db_split: str = "train"
+    k: int = 50  # largest K of the @K curves
+    n_queries: Optional[int] = None  # subsample queries (deterministic); None = all
+
+
+@dataclass
+class Stage1Config:
+    name: str = "demo_pose"
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    out_dir: str = "runs/demo_pose"
+    data: DataConfig = field(default_factory=DataConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    methods: list[MethodConfig] = field(default_factory=list)  # a study trains each of these
+    dims: list[int] = field(default_factory=list)  # dimension sweep: every method at each of these
+
+
+def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
+    """Merge a YAML file and ``key=value`` overrides onto ``schema``; errors name key and file."""
+    base = OmegaConf.structured(schema)
+    where = str(path) if path else "<defaults>"
+    try:
+        if path:
+            path = Path(path)
+            if not path.is_file():
+                raise CapawareError(path, "config file not found", "check the path (see configs/)")
+            base = OmegaConf.merge(base, OmegaConf.load(path))
+        if overrides:
+            where = f"{where} + command line"
+            base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or ""
+        msg = str(err).splitlines()[0]
+        raise CapawareError(where, f"bad config key {key!r}: {msg}",
+                            "remove or correct the key; the valid keys are the fields of "
+                            f"{schema.__module__}.{schema.__name__}") from None
+    return base
+
+
+def to_yaml(cfg: Any) -> str:
+    return OmegaConf.to_yaml(cfg)
+
+
+def config_hash(cfg: Any) -> str:
+    import hashlib
+    return hashlib.sha256(OmegaConf.to_yaml(cfg, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,115 @@
+"""From a config's ``data`` section to records, a label space and network-ready image tensors.
+
+This is the only place that knows which reader and which label space go with which track, and the
+only place that generates the embedded default when its folder is missing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from embedder.errors import CapawareError
+from embedder.images import load_rgb
+from embedder.records import select
+
+IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+
+DEFAULT_ANNOTATION = {"pose_json": "poses.json", "karpathy": "dataset_coco.json",
+                      "mpii": "mpii_human_pose_v1_u12_1.mat", "lsun": ""}
+FORMATS = {"pose": ("pose_json", "mpii"), "layout": ("lsun",), "caption": ("karpathy",)}
+
+
+def ensure_synthetic(data) -> None:
+    """Generate the embedded default into ``data.root`` when it is missing and a generator is set."""
+    root = Path(data.root)
+    if root.exists() or data.synthetic is None:
+        return
+    from embedder import synthetic
+
+    gen = {"pose": synthetic.generate_poses, "layout": synthetic.generate_rooms,
+           "caption": synthetic.generate_captions}[data.track]
+    s = data.synthetic
+    gen(root, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size)
+
+
+def read_records(data):
+    """Records of the whole dataset named by the ``data`` config section."""
+    if data.format not in FORMATS.get(data.track, ()):
+        raise CapawareError("data.format", f"format {data.format!r} does not fit track {data.track!r}",
+                            f"use one of {FORMATS.get(data.track, ('pose', 'layout', 'caption'))}")
+    ensure_synthetic(data)
+    root = Path(data.root)
+    annotation = root / (data.annotation or DEFAULT_ANNOTATION[data.format])
+    if data.format == "pose_json":
+        from embedder.readers.pose_json import read_pose_json
+        return read_pose_json(annotation)
+    if data.format == "mpii":
+        from embedder.readers.mpii import read_mpii
+        return read_mpii(annotation, Path(data.image_root) if data.image_root else root / "images")
+    if data.format == "lsun":
+        from embedder.readers.lsun import read_lsun
+        return read_lsun(root, layout_type=data.layout_type)
+    from embedder.readers.karpathy import read_karpathy
+    return read_karpathy(annotation, Path(data.image_root) if data.image_root else None)
+
+
+def label_space(records, data):
+    if data.track == "pose":
+        from embedder.labels.pose import PoseSpace
+        return PoseSpace(records, data.input_size)
+    if data.track == "layout":
+        from embedder.labels.layout import LayoutSpace
+        return LayoutSpace(records, data.input_size)
+    raise CapawareError("data.track", f"no label space for track {data.track!r} here",
+                        "the caption track builds its space with embedder.labels.caption_graph")
+
+
+def split_records(records, splits: tuple[str, ...] | str):
+    splits = (splits,) if isinstance(splits, str) else tuple(splits)
+    return select(records, np.isin(records.splits, splits))
+
+
+def load_image(records, i: int, size: int) -> np.ndarray:
+    """uint8 [3, size, size]: the pose crop box, or the whole image, resized to the input frame."""
+    image = load_rgb(records.image_paths[i])
+    boxes = getattr(records, "boxes", None)
+    if boxes is not None:
+        image = image.crop(tuple(float(v) for v in boxes[i]))  # PIL pads outside the image with black
+    image = image.resize((size, size), Image.BILINEAR)
+    return np.asarray(image, dtype=np.uint8).transpose(2, 0, 1).copy()
+
+
+@dataclass
+class ImageBank:
+    """Images of one split as network input; decoded once into RAM when ``in_memory``."""
+    records: object
+    size: int
+    cache: torch.Tensor | None = None
+
+    @classmethod
+    def build(cls, records, size: int, in_memory: bool, desc: str = "images") -> "ImageBank":
+        bank = cls(records, size)
+        if in_memory:
+            bank.cache = torch.from_numpy(np.stack([
+                load_image(records, i, size) for i in tqdm(range(len(records)), desc=desc, leave=False)]))
+        return bank
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def uint8(self, index: np.ndarray) -> torch.Tensor:
+        if self.cache is not None:
+            return self.cache[torch.as_tensor(index)]
+        return torch.from_numpy(np.stack([load_image(self.records, int(i), self.size) for i in index]))
+
+    def batch(self, index: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+        """float [B, 3, S, S] normalised with ImageNet statistics (what torchvision trunks expect)."""
+        x = self.uint8(index).to(device).float().div_(255)
+        return ((x - IMAGENET_MEAN.to(device)) / IMAGENET_STD.to(device)).contiguous(
+            memory_format=torch.channels_last)

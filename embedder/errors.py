@@ -1,0 +1,29 @@
+"""The one exception type of capaware.
+
+Every message names the file (or key), what is wrong with it, and how to fix it, so that the CLI can
+print it on one line and exit non-zero instead of dumping a traceback at a user.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+class CapawareError(Exception):
+    """A user-facing error: bad input file, bad config, missing weights."""
+
+    def __init__(self, where: str | Path, problem: str, fix: str | None = None):
+        self.where, self.problem, self.fix = str(where), problem, fix
+        text = f"{where}: {problem}"
+        if fix:
+            text += f" (fix: {fix})"
+        super().__init__(text)
+
+
+def run_cli(main) -> None:
+    """Call ``main()``; turn a CapawareError into one line on stderr and exit status 2."""
+    try:
+        main()
+    except CapawareError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

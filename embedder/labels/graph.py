@@ -1,0 +1,87 @@
+"""The neighbour-graph file ``labels.h5``: each training item's top-M label neighbours.
+
+Format (DESIGN §3): ``nn_idx [N, M] int32`` and ``nn_dist [N, M] float32`` sorted ascending by
+(distance, index), self excluded; attrs name the label space and its parameters, plus ``complete``
+written last so a half-written file is never mistaken for a whole one.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+from tqdm import tqdm
+
+from embedder.atomic import atomic_path
+from embedder.errors import CapawareError
+from embedder.labels.space import LabelSpace
+
+
+@dataclass
+class NeighbourGraph:
+    nn_idx: np.ndarray  # [N, M] int32
+    nn_dist: np.ndarray  # [N, M] float32
+    attrs: dict
+
+    def __len__(self) -> int:
+        return len(self.nn_idx)
+
+
+def write_graph(path: str | Path, nn_idx: np.ndarray, nn_dist: np.ndarray, attrs: dict) -> None:
+    if nn_idx.shape != nn_dist.shape or nn_idx.ndim != 2:
+        raise ValueError(f"nn_idx {nn_idx.shape} and nn_dist {nn_dist.shape} must be the same [N, M]")
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("nn_idx", data=nn_idx.astype(np.int32))
+            f.create_dataset("nn_dist", data=nn_dist.astype(np.float32))
+            for key, value in attrs.items():
+                f.attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+            f.attrs["complete"] = True
+
+
+def read_graph(path: str | Path) -> NeighbourGraph:
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, "neighbour graph not found", "build it first (python -m embedder.graph --config ...)")
+    try:
+        with h5py.File(path, "r") as f:
+            if not f.attrs.get("complete", False):
+                raise CapawareError(path, "neighbour graph is incomplete (a build was interrupted)",
+                                    "rerun the graph build; it resumes")
+            attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+            return NeighbourGraph(f["nn_idx"][()], f["nn_dist"][()], attrs)
+    except (OSError, KeyError) as err:
+        raise CapawareError(path, f"not a neighbour-graph HDF5 file ({err})", "delete it and rebuild") from None
+
+
+def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-m smallest of each row of ``dist`` (columns = item ids), self (``rows``) excluded, ties by id."""
+    dist = dist.astype(np.float64, copy=True)
+    dist[np.arange(len(rows)), rows] = np.inf
+    part = np.argpartition(dist, m - 1, axis=1)[:, :m] if m < dist.shape[1] else np.argsort(dist, axis=1)[:, :m]
+    # exact ordering by (distance, index): also resolves ties at the partition boundary consistently
+    idx = np.empty((len(rows), m), dtype=np.int64)
+    for r in range(len(rows)):
+        cand = part[r]
+        kth = dist[r, cand].max()
+        cand = np.flatnonzero(dist[r] <= kth)  # every tie of the m-th value competes by id
+        order = np.lexsort((cand, dist[r, cand]))[:m]
+        idx[r] = cand[order]
+    return idx.astype(np.int32), np.take_along_axis(dist, idx, axis=1).astype(np.float32)
+
+
+def build_graph_bruteforce(space: LabelSpace, m: int, chunk: int = 256, progress: bool = True) -> NeighbourGraph:
+    """All-pairs top-m for label spaces whose batched ``pairwise`` is cheap (poses, layouts)."""
+    n = len(space)
+    if m >= n:
+        raise CapawareError(space.name, f"asked for {m} neighbours of {n} items", "lower graph.m below the set size")
+    cols = np.arange(n)
+    nn_idx = np.empty((n, m), np.int32)
+    nn_dist = np.empty((n, m), np.float32)
+    for start in tqdm(range(0, n, chunk), desc=f"graph {space.name}", disable=not progress, leave=False):
+        rows = cols[start:start + chunk]
+        nn_idx[rows], nn_dist[rows] = top_m_sorted(space.pairwise(rows, cols), rows, m)
+    return NeighbourGraph(nn_idx, nn_dist, {"label_space": space.name, "m": m,
+                                            "params": json.dumps(space.params(), sort_keys=True)})

@@ -1,0 +1,77 @@
+"""The embedding network: a torchvision ResNet trunk + a linear embedding head.
+
+Initialisation never downloads: ``imagenet`` looks for torchvision's weight file on disk (the
+``weights`` path, or ``$TORCH_HOME/hub/checkpoints``) and fails with one line saying where to put it;
+a path initialises from a capaware checkpoint (a stage-one run, or the class-pretrained backbone).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+import torchvision
+from torch import nn
+
+from embedder.checkpoint import load_checkpoint
+from embedder.errors import CapawareError
+
+ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
+
+
+class Embedder(nn.Module):
+    """ResNet trunk (up to global pooling) + linear head; ``features`` exposes the layer4 map."""
+
+    def __init__(self, arch: str = "resnet18", embed_dim: int = 128):
+        super().__init__()
+        if arch not in ARCHS:
+            raise CapawareError("model.arch", f"unknown architecture {arch!r}", f"use one of {', '.join(ARCHS)}")
+        trunk = getattr(torchvision.models, arch)(weights=None)
+        self.arch, self.feat_dim = arch, trunk.fc.in_features
+        trunk.fc = nn.Identity()
+        self.trunk = trunk
+        self.head = nn.Linear(self.feat_dim, embed_dim)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """layer4 activations [B, C, H/32, W/32]: what stage two pools into att/fc features."""
+        t = self.trunk
+        x = t.maxpool(t.relu(t.bn1(t.conv1(x))))
+        return t.layer4(t.layer3(t.layer2(t.layer1(x))))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.trunk(x))
+
+
+def imagenet_weight_file(arch: str, weights: str = "") -> Path:
+    """Where torchvision's ImageNet weights must lie; CapawareError (no download) when absent."""
+    enum = torchvision.models.get_model_weights(arch).IMAGENET1K_V1
+    name = Path(enum.url).name
+    candidates = [Path(weights)] if weights else []
+    torch_home = Path(os.environ.get("TORCH_HOME", Path.home() / ".cache" / "torch"))
+    candidates.append(torch_home / "hub" / "checkpoints" / name)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise CapawareError(candidates[-1], f"ImageNet weights for {arch} not found and capaware never downloads",
+                        f"download {enum.url} on a machine with internet and put it at {candidates[-1]} "
+                        "(or set model.weights=/path/to/file)")
+
+
+def build_model(arch: str, embed_dim: int, init: str = "none", weights: str = "") -> Embedder:
+    model = Embedder(arch, embed_dim)
+    if init == "none":
+        return model
+    if init == "imagenet":
+        path = imagenet_weight_file(arch, weights)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = {k: v for k, v in state.items() if not k.startswith("fc.")}
+        model.trunk.load_state_dict(state, strict=False)
+        return model
+    state = load_checkpoint(init)
+    trunk_state = {k[len("trunk."):]: v for k, v in state["model"].items() if k.startswith("trunk.")}
+    missing, unexpected = model.trunk.load_state_dict(trunk_state, strict=False)
+    if unexpected or [k for k in missing if not k.startswith("fc.")]:
+        raise CapawareError(init, f"checkpoint does not fit a {arch} trunk "
+                            f"({len(missing)} missing, {len(unexpected)} unexpected tensors)",
+                            f"set model.arch to the checkpoint's architecture ({state.get('arch', '?')})")
+    return model

@@ -1,0 +1,122 @@
+"""Reader for capaware's simple pose JSON (DESIGN §3): what the synthetic generator writes and what a
+user converts their own pose data into::
+
+    {"joint_names": ["r_ankle", ...],            # optional; if present must equal MPII_JOINTS
+     "images": [{"file": "img/0001.png",         # relative to the json's folder
+                 "split": "train",               # train | val | test
+                 "width": 256, "height": 192,     # needed only when "box" is absent
+                 "joints": [[x, y] x 16],         # MPII joint order, original image pixels
+                 "visible": [0|1 x 16],
+                 "box": [x0, y0, x1, y1]}]}       # optional square crop the network sees
+
+Without a box the crop is the whole image made square around its centre (side = max(W, H)), so a
+pose's pixel distances are measured in a frame of known size.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from embedder.errors import CapawareError
+from embedder.readers.karpathy import read_json_file
+from embedder.records import MPII_JOINTS, PoseRecords
+
+POSE_SPLITS = ("train", "val", "test")
+N_JOINTS = len(MPII_JOINTS)
+
+
+def default_box(width: float, height: float) -> list[float]:
+    """The whole image as a square crop centred on it (side = max(W, H); it may overhang)."""
+    side = max(width, height)
+    cx, cy = width / 2.0, height / 2.0
+    return [cx - side / 2.0, cy - side / 2.0, cx + side / 2.0, cy + side / 2.0]
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(value)
+    return float(value)
+
+
+def read_pose_json(path: str | Path) -> PoseRecords:
+    """Every image of a pose JSON file as PoseRecords (absolute paths, float32 joints)."""
+    path = Path(path).resolve()
+    data = read_json_file(path, "pose annotation file")
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise CapawareError(path, "no 'images' list at the top level", "see DESIGN §3 for the pose JSON format")
+    names = data.get("joint_names")
+    if names is not None and list(names) != list(MPII_JOINTS):
+        raise CapawareError(path, f"joint_names {names} are not the 16 MPII joints in id order",
+                            "reorder the joints to embedder.records.MPII_JOINTS")
+
+    paths, splits, joints, visible, boxes = [], [], [], [], []
+    for i, img in enumerate(data["images"]):
+        def bad(problem: str, fix: str = "fix or remove this entry") -> CapawareError:
+            name = img.get("file", "?") if isinstance(img, dict) else "?"
+            return CapawareError(path, f"image {i} ({name}): {problem}", fix)
+
+        if not isinstance(img, dict):
+            raise bad("entry is not an object")
+        for key in ("file", "split", "joints", "visible"):
+            if key not in img:
+                raise bad(f"missing required field '{key}'")
+        if img["split"] not in POSE_SPLITS:
+            raise bad(f"unknown split {img['split']!r} (expected one of {', '.join(POSE_SPLITS)})")
+        pts = img["joints"]
+        if not isinstance(pts, list) or len(pts) != N_JOINTS:
+            n = len(pts) if isinstance(pts, list) else "no list of"
+            raise bad(f"has {n} joints, expected {N_JOINTS} (MPII order)",
+                      "give all 16 joints; mark the unannotated ones invisible")
+        try:
+            xy = []
+            for p in pts:
+                if not isinstance(p, (list, tuple)) or len(p) != 2:
+                    raise ValueError(p)
+                xy.append([_number(p[0]), _number(p[1])])
+        except ValueError as err:
+            raise bad(f"joint coordinate {err.args[0]!r} is not a pair of finite numbers",
+                      "write each joint as [x, y] in pixels") from None
+        vis = img["visible"]
+        if not isinstance(vis, list) or len(vis) != N_JOINTS:
+            n = len(vis) if isinstance(vis, list) else "not a list of"
+            raise bad(f"'visible' has {n} entries, expected {N_JOINTS}")
+        if any(v not in (0, 1) for v in vis):
+            raise bad("'visible' entries must be 0 or 1")
+        if "box" in img:
+            box = img["box"]
+            try:
+                if not isinstance(box, list) or len(box) != 4:
+                    raise ValueError(box)
+                box = [_number(b) for b in box]
+            except ValueError:
+                raise bad(f"box {img['box']!r} is not [x0, y0, x1, y1]") from None
+            if box[2] <= box[0] or box[3] <= box[1]:
+                raise bad(f"box {box} is empty (need x1 > x0 and y1 > y0)")
+        else:
+            for key in ("width", "height"):
+                if key not in img:
+                    raise bad(f"missing '{key}' (needed when there is no 'box')")
+            try:
+                w, h = _number(img["width"]), _number(img["height"])
+            except ValueError:
+                raise bad("width/height are not numbers") from None
+            if w <= 0 or h <= 0:
+                raise bad(f"image size {w}x{h} is not positive")
+            box = default_box(w, h)
+
+        paths.append(path.parent / str(img["file"]))
+        splits.append(img["split"])
+        joints.append(xy)
+        visible.append([bool(v) for v in vis])
+        boxes.append(box)
+
+    if not paths:
+        raise CapawareError(path, "the 'images' list is empty", "point at a non-empty pose file")
+    return PoseRecords(
+        image_paths=paths, splits=np.array(splits),
+        joints=np.asarray(joints, dtype=np.float32).reshape(-1, N_JOINTS, 2),
+        visible=np.asarray(visible, dtype=bool).reshape(-1, N_JOINTS),
+        boxes=np.asarray(boxes, dtype=np.float32).reshape(-1, 4),
+    )

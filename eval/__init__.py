@@ -1,0 +1,1 @@
+"""Evaluation: retrieval metrics, caption metrics, tables and plots. Depends only on file formats."""
