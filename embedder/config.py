@@ -60,6 +60,8 @@ class MethodConfig:
     mining: str = "dense"  # dense | binary
     margin: float = 0.03  # triplet: 0.03 dense, 0.2 binary; margin loss: alpha
     embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
+    lr: Optional[float] = None  # overrides train.lr: the log-ratio gradient scales as 1/D(f_a, f_i)
+    # (Eq. 6), unlike the triplet losses on unit vectors, so its best SGD step differs (README).
 
 
 @dataclass

@@ -25,5 +25,5 @@ def run_cli(main) -> None:
     try:
         main()
     except CapawareError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"\nerror: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -84,13 +84,15 @@ def same_split(cfg) -> bool:
     return cfg.eval.query_split == cfg.eval.db_split
 
 
-def write_retrieval(path: Path, name: str, retrieved: np.ndarray, track: Track, ideal_dist: np.ndarray) -> None:
+def write_retrieval(path: Path, name: str, order: int, retrieved: np.ndarray, track: Track,
+                    ideal_dist: np.ndarray) -> None:
+    """One table row: retrieved database items per query, their label distances and the ideal ones."""
     q_items, db_items = track.query_idx, track.db_idx
     dist = np.stack([track.eval_space.pairwise(q_items[i:i + 1], db_items[retrieved[i]])[0]
                      for i in range(len(q_items))])
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
-            np.savez(handle, name=name, retrieved=retrieved.astype(np.int32),
+            np.savez(handle, name=name, order=order, retrieved=retrieved.astype(np.int32),
                      retrieved_dist=dist.astype(np.float32), ideal_dist=ideal_dist.astype(np.float32),
                      query_items=q_items, db_items=db_items)
 
@@ -125,27 +127,27 @@ def run_study(cfg, progress: bool = True) -> Path:
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
     oracle_idx, ideal = oracle(track, k, exclude)
-    write_retrieval(ret_dir / "oracle.npz", "Oracle", oracle_idx, track, ideal)
+    write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal)
     eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
     device = pick_device(cfg.device)
 
-    def evaluate(name: str, model, normalise: bool, dest: Path) -> None:
+    def evaluate(name: str, order: int, model, normalise: bool, dest: Path) -> None:
         if dest.is_file():
             return
         qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise)
         de = embed(model, eval_bank, track.db_idx, device, normalise=normalise)
         self_cols = np.searchsorted(track.db_idx, track.query_idx) if exclude else None
         d = (qe ** 2).sum(1)[:, None] - 2 * qe @ de.T + (de ** 2).sum(1)[None, :]
-        write_retrieval(dest, name, retrieve_from_dist(d, k, self_cols), track, ideal)
+        write_retrieval(dest, name, order, retrieve_from_dist(d, k, self_cols), track, ideal)
 
     dims = list(cfg.dims) or [None]
     untrained_dim = cfg.model.embed_dim
     torch.manual_seed(cfg.seed)
-    evaluate("Untrained" if cfg.model.init == "none" else f"Init ({cfg.model.init})",
+    evaluate("Untrained" if cfg.model.init == "none" else f"Init ({cfg.model.init})", 1,
              build_model(cfg.model.arch, untrained_dim, cfg.model.init, cfg.model.weights).to(device),
              False, ret_dir / "untrained.npz")
-    for dim in dims:
-        for method in cfg.methods:
+    for d, dim in enumerate(dims):
+        for i, method in enumerate(cfg.methods):
             m = method.copy() if hasattr(method, "copy") else method
             if dim is not None:
                 m.embed_dim = dim
@@ -156,7 +158,7 @@ def run_study(cfg, progress: bool = True) -> Path:
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])
             name = m.name + (f" {dim}-D" if dim is not None else "")
-            evaluate(name, model, bool(state["normalised"]), ret_dir / f"{tag}.npz")
+            evaluate(name, 2 + d * len(cfg.methods) + i, model, bool(state["normalised"]), ret_dir / f"{tag}.npz")
     return ret_dir
 
 

@@ -74,6 +74,18 @@ def positive_mask(graph_idx: np.ndarray, items: np.ndarray, anchors: np.ndarray,
     return torch.from_numpy((items[None, :, None] == near[:, None, :]).any(-1))
 
 
+def run_fingerprint(cfg, method) -> str:
+    """What determines the weights: everything but bookkeeping (where to write, how often to log)."""
+    from omegaconf import OmegaConf
+
+    c = OmegaConf.to_container(cfg)
+    for key in ("stop_after_steps", "ckpt_every", "log_every"):
+        c["train"].pop(key, None)
+    for key in ("out_dir", "methods", "dims", "method", "eval", "name"):
+        c.pop(key, None)
+    return config_hash(OmegaConf.create(c)) + ":" + str(method)
+
+
 def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True) -> Path:
     """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt."""
     out_dir = Path(out_dir)
@@ -88,10 +100,11 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         memory_format=torch.channels_last)
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
     params = list(model.parameters()) + list(criterion.parameters())
+    lr = method.lr if method.lr is not None else t.lr
     if t.optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=t.lr, momentum=t.momentum, weight_decay=t.weight_decay)
+        opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
     elif t.optimizer == "adam":
-        opt = torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=t.weight_decay)
     else:
         raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
     sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, t.anchors_per_batch, cfg.seed)
@@ -99,7 +112,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     total = max(1, math.ceil(t.epochs * per_epoch))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: t.lr_decay ** (s / per_epoch))
 
-    ckpt_path, fingerprint = out_dir / "last.pt", config_hash(cfg) + ":" + str(method)
+    ckpt_path, fingerprint = out_dir / "last.pt", run_fingerprint(cfg, method)
     step = 0
     if ckpt_path.is_file():
         state = load_checkpoint(ckpt_path)

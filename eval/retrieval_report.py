@@ -17,7 +17,7 @@ import numpy as np
 from eval.retrieval import mean_label_distance_at_k, ndcg_at_k
 
 TABLE_K = (1, 5, 10, 20, 50)
-ROW_ORDER = ("Oracle", "Untrained")
+BOUNDS = ("Oracle", "Untrained")  # drawn dashed: the upper and lower bound of every plot
 
 
 def load_rows(ret_dir: Path) -> dict[str, dict]:
@@ -25,12 +25,10 @@ def load_rows(ret_dir: Path) -> dict[str, dict]:
     for path in sorted(Path(ret_dir).glob("*.npz")):
         with np.load(path) as f:
             name = str(f["name"])
-            rows[name] = {"ndcg": ndcg_at_k(f["retrieved_dist"], f["ideal_dist"]).tolist(),
+            rows[name] = {"order": int(f["order"]) if "order" in f else len(rows), "ndcg": ndcg_at_k(f["retrieved_dist"], f["ideal_dist"]).tolist(),
                           "mean_dist": mean_label_distance_at_k(f["retrieved_dist"]).tolist(),
                           "n_queries": int(f["retrieved_dist"].shape[0]), "file": str(path)}
-    def order(name: str) -> tuple:
-        return (ROW_ORDER.index(name) if name in ROW_ORDER else len(ROW_ORDER), name)
-    return dict(sorted(rows.items(), key=lambda kv: order(kv[0])))
+    return dict(sorted(rows.items(), key=lambda kv: (kv[1]["order"], kv[0])))
 
 
 def markdown_table(rows: dict[str, dict], title: str) -> str:
@@ -71,7 +69,7 @@ def plot_curves(rows: dict[str, dict], path: Path, title: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for name, r in rows.items():
         ks = np.arange(1, len(r["ndcg"]) + 1)
-        style = "--" if name in ROW_ORDER else "-"
+        style = "--" if name in BOUNDS else "-"
         axes[0].plot(ks, r["mean_dist"], style, label=name)
         axes[1].plot(ks, r["ndcg"], style, label=name)
     axes[0].set(xlabel="K", ylabel="mean label distance", title=f"{title}: mean distance@K")

@@ -54,10 +54,12 @@ def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root,
 
 def one_line_error(result, *needles):
     assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    # progress bars may precede it (they redraw with \r); the error itself is one line, the last
+    lines = [ln for ln in result.stderr.replace("\r", "\n").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error:" in ln]
+    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in result.stderr, result.stderr
     for needle in needles:
-        assert needle in lines[0], lines[0]
+        assert needle in errors[0], errors[0]
 
 
 def pose_json_variant(tmp_path, data_root, mutate) -> Path:

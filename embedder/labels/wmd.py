@@ -17,10 +17,12 @@ centroid distance WCD and relaxed WMD) let ``caption_graph`` skip most solves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
 import ot
+from scipy.sparse import csr_matrix
 from scipy.spatial.distance import cdist
 
 from embedder.labels.wordvecs import caption_words, stopword_set, unit_vectors
@@ -56,7 +58,10 @@ _EMD_C = _probe_emd_c()
 
 def emd_cost(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
     """Exact EMD between histograms ``a``, ``b`` (float64) under ground cost ``m`` (C-order float64)."""
-    b = b * (a.sum() / b.sum())  # equal masses, as ot.emd2 enforces
+    return _emd_balanced(a, b * (a.sum() / b.sum()), m)  # equal masses, as ot.emd2 enforces
+
+
+def _emd_balanced(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
     if _EMD_C is not None:
         _, cost, _, _, code = _EMD_C(a, b, m, _MAX_ITER, 1, None, None)
         if code == 1:
@@ -85,6 +90,16 @@ class PreparedCaptions:
         s, e = self.ptr[i], self.ptr[i + 1]
         return self.tok[s:e], self.wts[s:e]
 
+    @cached_property
+    def split(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Per caption (word ids, weights, weight sum) as ready views: saves microseconds per WMD."""
+        toks, wts = np.split(self.tok, self.ptr[1:-1]), np.split(self.wts, self.ptr[1:-1])
+        return [(t, w, float(w.sum())) for t, w in zip(toks, wts)]
+
+    def __getstate__(self):
+        """Pickle the arrays only; the cached views and sparse matrix are rebuilt on demand."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("split", "nbow")}
+
     def gather(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tokens, weights and local ``ptr`` of captions ``ids``, concatenated (vectorised slicing)."""
         ids = np.asarray(ids, dtype=np.int64)
@@ -94,18 +109,15 @@ class PreparedCaptions:
         flat = np.repeat(self.ptr[ids] - local[:-1], lens) + np.arange(local[-1])
         return self.tok[flat], self.wts[flat], local
 
-    def centroids(self, ids: np.ndarray | None = None, dtype=np.float64, block: int = 65536) -> np.ndarray:
-        """[len(ids), d] nBOW-weighted mean unit vectors (zero for empty captions), built in blocks."""
-        ids = np.arange(len(self)) if ids is None else np.asarray(ids, dtype=np.int64)
-        out = np.zeros((len(ids), self.vectors.shape[1]), dtype=dtype)
-        for s in range(0, len(ids), block):
-            part = ids[s:s + block]
-            tok, wts, local = self.gather(part)
-            nonempty = np.flatnonzero(np.diff(local) > 0)
-            if len(nonempty):
-                # reduceat over non-empty starts only: an empty caption owns no tokens, so segments match
-                out[s + nonempty] = np.add.reduceat(self.vectors[tok] * wts[:, None], local[nonempty], axis=0)
-        return out
+    @cached_property
+    def nbow(self) -> csr_matrix:
+        """[C, V] sparse nBOW rows (views of ``wts``/``tok``/``ptr``)."""
+        return csr_matrix((self.wts, self.tok, self.ptr), shape=(len(self), len(self.words)))
+
+    def centroids(self, ids: np.ndarray | None = None) -> np.ndarray:
+        """float64 [len(ids), d] nBOW-weighted sums of unit vectors (zero for empty captions)."""
+        nbow = self.nbow if ids is None else self.nbow[np.asarray(ids, dtype=np.int64)]
+        return np.asarray(nbow @ self.vectors)
 
 
 def prepare_captions(captions: Sequence[str | Sequence[str]], kv, stopwords: str = "gensim") -> PreparedCaptions:
@@ -139,16 +151,18 @@ def wmd(p: PreparedCaptions, i: int, j: int) -> float:
         return 0.0
     if i > j:
         i, j = j, i
-    ta, wa = p.caption(i)
-    tb, wb = p.caption(j)
-    if len(ta) == 0 or len(tb) == 0:
-        return 0.0 if len(ta) == len(tb) else EMPTY_WMD
+    split = p.split
+    ta, wa, sa = split[i]
+    tb, wb, sb = split[j]
+    na, nb = len(ta), len(tb)
+    if not na or not nb:
+        return 0.0 if na == nb else EMPTY_WMD
     m = cdist(p.vectors[ta], p.vectors[tb])
-    if len(ta) == 1:  # all mass leaves one word: the transport plan is forced
+    if na == 1:  # all mass leaves one word: the transport plan is forced
         return float(m[0] @ wb)
-    if len(tb) == 1:
+    if nb == 1:
         return float(wa @ m[:, 0])
-    return emd_cost(wa, wb, m)
+    return _emd_balanced(wa, wb * (sa / sb), m)  # equal masses, as ot.emd2 enforces
 
 
 def wcd(p: PreparedCaptions, i: int, j: int) -> float:
@@ -170,36 +184,48 @@ def rwmd(p: PreparedCaptions, i: int, j: int) -> float:
     return float(max(wa @ m.min(axis=1), wb @ m.min(axis=0)))
 
 
-def pair_lower_bounds(p: PreparedCaptions, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+def pair_lower_bounds(p: PreparedCaptions, xs: np.ndarray, ys: np.ndarray, wcd: bool = True) -> np.ndarray:
     """float64 [len(xs), len(ys)] max(WCD, RWMD) <= WMD for few captions ``xs`` against many ``ys``.
 
-    Vectorised over ``ys``: one ``cdist`` between the words of ``xs`` and the distinct words of ``ys``,
-    then segment minima/sums with ``reduceat``. Empty captions get their exact WMD (a constant).
+    Vectorised over ``ys``: one ``cdist`` between the distinct words of ``ys`` and those of ``xs``;
+    the x -> y side is a per-caption minimum then a product with x's nBOW columns, the y -> x side a
+    sparse product of y's nBOW rows. Empty captions get their exact WMD (a constant). ``wcd=False``
+    skips the centroid term (for callers that bring their own WCD).
     """
     xs = np.asarray(xs, dtype=np.int64)
     ys = np.asarray(ys, dtype=np.int64)
-    out = np.empty((len(xs), len(ys)))
+    out = np.full((len(xs), len(ys)), EMPTY_WMD)
     y_tok, y_w, y_ptr = p.gather(ys)
-    y_len = np.diff(y_ptr)
-    y_full = y_len > 0
-    starts = y_ptr[:-1][y_full]
-    if len(starts):
-        uw, inv = np.unique(y_tok, return_inverse=True)
-        y_cent = np.add.reduceat(p.vectors[y_tok] * y_w[:, None], starts, axis=0)
-    for r, x in enumerate(xs):
-        tx, wx = p.caption(x)
-        if len(tx) == 0:
-            out[r] = np.where(y_full, EMPTY_WMD, 0.0)
-            continue
-        out[r] = EMPTY_WMD
-        if not len(starts):
-            continue
-        dx = cdist(p.vectors[tx], p.vectors[uw])  # [|x|, distinct words of ys]
-        side_x = wx @ np.minimum.reduceat(dx[:, inv], starts, axis=1)  # every word of x to its nearest in y
-        side_y = np.add.reduceat(dx.min(axis=0)[inv] * y_w, starts)  # every word of y to its nearest in x
-        cent_x = wx @ p.vectors[tx]
-        wcd_xy = np.linalg.norm(y_cent - cent_x, axis=1)
-        out[r, y_full] = np.maximum(np.maximum(side_x, side_y), wcd_xy)
+    y_full = np.diff(y_ptr) > 0
+    x_tok, x_w, x_ptr = p.gather(xs)
+    x_full = np.diff(x_ptr) > 0
+    out[~x_full] = np.where(y_full, EMPTY_WMD, 0.0)
+    starts, x_starts = y_ptr[:-1][y_full], x_ptr[:-1][x_full]
+    if not len(starts) or not len(x_starts):
+        return out
+    uw, inv = np.unique(y_tok, return_inverse=True)
+    ux, x_inv = np.unique(x_tok, return_inverse=True)  # the query captions share most words
+    d = cdist(p.vectors[uw], p.vectors[ux])  # [distinct words of ys, distinct words of xs]
+    # x -> y: each word of x to its nearest word of y, weighted by x's nBOW. The minimum over each
+    # y's words runs as one row-gather pass per word position (reduceat is several times slower).
+    y_len = np.diff(y_ptr)[y_full]
+    first = y_ptr[:-1][y_full]
+    near_y = d[inv[first]]  # [full ys, distinct words of xs]
+    for k in range(1, int(y_len.max())):
+        sel = np.flatnonzero(y_len > k)
+        near_y[sel] = np.minimum(near_y[sel], d[inv[first[sel] + k]])
+    x_of = np.repeat(np.arange(len(x_starts)), np.diff(np.append(x_starts, len(x_tok))))
+    x_weights = np.zeros((len(ux), len(x_starts)))  # [distinct words of xs, full xs] nBOW columns
+    x_weights[x_inv, x_of] = x_w
+    side_x = near_y @ x_weights  # [full ys, full xs]
+    # y -> x: each word of y to its nearest word of x, weighted by y's nBOW (a sparse product)
+    near_x = np.where(x_weights.T[:, None, :] > 0, d[None, :, :], np.inf).min(axis=2).T  # [uw, full xs]
+    y_nbow = csr_matrix((y_w, inv, np.append(first, len(y_tok))), shape=(len(first), len(uw)))
+    bound = np.maximum(side_x, y_nbow @ near_x).T  # [full xs, full ys]
+    if wcd:
+        cent_x, cent_y = p.centroids(xs[x_full]), p.centroids(ys[y_full])
+        bound = np.maximum(bound, cdist(cent_x, cent_y))
+    out[np.ix_(x_full, y_full)] = bound
     return out
 
 

@@ -73,19 +73,16 @@ def log_ratio_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
                          f"got {tuple(label_dist.shape)}")
     if not bool(torch.isfinite(label_dist).all()):
         raise ValueError("label_dist has NaN or inf entries; give every batch member a finite distance")
+    anchors, label_dist = anchors.to(emb.device), label_dist.to(emb.device)
     u = _log_residual(emb, anchors, label_dist, eps)
     if mask is None:
-        # float64 for the expansion's cancelling sums: O(A B) values, so it costs nothing, and it
-        # makes the closed form as accurate as the [A, B, B] broadcast (MPS has no float64).
-        acc = u.dtype if u.device.type == "mps" else torch.float64
-        total, count = _dense_pair_sum(u.to(acc), anchors, label_dist.to(acc))
-        total = total.to(u.dtype)
+        total, count = _dense_pair_sum(u, anchors, label_dist)
     else:
         if mask.shape != (u.shape[0], u.shape[1], u.shape[1]):
             raise ValueError(f"mask must be [A, B, B] = {(u.shape[0], u.shape[1], u.shape[1])}; "
                              f"got {tuple(mask.shape)}")
         diff = u[:, :, None] - u[:, None, :]
-        total = torch.where(mask, diff * diff, diff.new_zeros(())).sum()
+        total = torch.where(mask.to(u.device), diff * diff, diff.new_zeros(())).sum()
         count = mask.sum()
     if int(count) == 0:
         return emb.sum() * 0.0

@@ -8,14 +8,15 @@ Library decision (pytorch-metric-learning 2.9.0, checked in its source):
 - The loss is PML's ``MarginLoss(learn_beta=True)``: it takes an ``indices_tuple`` of (a, p, n)
   batch positions with ``labels=None``, normalises embeddings, uses the unsquared Euclidean
   distance, learns beta, and divides by the number of nonzero pair losses as Wu et al.'s code does.
-  It is used as is rather than rewritten.
+  It is used as is rather than rewritten. One difference from Wu et al.'s code: the nu * beta
+  regulariser is added after the division, not before (irrelevant at the default nu = 0).
 - The sampler is ours (``embedder.mining.distance_weighted_triplets``), not PML's
   ``DistanceWeightedMiner``: that miner derives positives from class-label equality
   (``labels[a] == labels[b]``), an equivalence relation, while our positives are each anchor's own
   label-nearest items (not symmetric, not transitive), so they cannot be written as class labels
   once a batch has more than one anchor; it makes every batch member an anchor rather than only
-  ours; it picks one random positive per triplet instead of pairing each positive with a
-  negative; and it draws from the global RNG (``torch.randint``/``torch.multinomial`` without a
+  ours; it draws the positives at random, with replacement, instead of pairing each positive
+  with one negative; and it draws from the global RNG (``torch.randint``/``torch.multinomial`` without a
   generator), so a seeded ``torch.Generator`` could not make it reproducible.
 """
 from __future__ import annotations

@@ -29,6 +29,7 @@ def triplet_loss(emb: torch.Tensor, anchors: torch.Tensor, mask: torch.Tensor,
     if emb.dim() != 2 or mask.shape != (anchors.shape[0], emb.shape[0], emb.shape[0]):
         raise ValueError(f"need emb [B, D] and mask [A, B, B]; got {tuple(emb.shape)} and "
                          f"{tuple(mask.shape)} for A={anchors.shape[0]}")
+    anchors, mask = anchors.to(emb.device), mask.to(emb.device)
     f = F.normalize(emb, dim=1)
     d = anchor_sq_dist(f, anchors)  # [A, B]
     hinge = (d[:, :, None] - d[:, None, :] + margin).clamp_min(0.0)
