@@ -42,6 +42,18 @@ class DataConfig:
 @dataclass
 class GraphConfig:
     m: int = 30  # neighbours kept per training image (>= binary positives and >= k)
+    workers: int = 2  # processes for the caption graph (pose/layout graphs are one matrix product)
+    chunk: int = 512  # query images per resumable chunk of the caption graph
+
+
+@dataclass
+class CaptionLabelConfig:
+    """How caption sets become label distances (caption track only)."""
+    space: str = "wmd"  # wmd: Eq. 13 over Word Mover's Distance | tfidf: Gordo & Larlus 2017
+    vectors: str = ""  # pretrained word vectors (word2vec bin/text, GloVe); empty: train Word2Vec
+    w2v_dim: int = 100  # Word2Vec trained on the training captions (deterministic with ``seed``)
+    w2v_epochs: int = 20
+    stopwords: str = "gensim"  # stop-word list shipped with gensim; "none" keeps every word
 
 
 @dataclass
@@ -108,6 +120,7 @@ class Stage1Config:
     out_dir: str = "runs/demo_pose"
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    captions: CaptionLabelConfig = field(default_factory=CaptionLabelConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)

@@ -59,17 +59,6 @@ def read_records(data):
     return read_karpathy(annotation, Path(data.image_root) if data.image_root else None)
 
 
-def label_space(records, data):
-    if data.track == "pose":
-        from embedder.labels.pose import PoseSpace
-        return PoseSpace(records, data.input_size)
-    if data.track == "layout":
-        from embedder.labels.layout import LayoutSpace
-        return LayoutSpace(records, data.input_size)
-    raise CapawareError("data.track", f"no label space for track {data.track!r} here",
-                        "the caption track builds its space with embedder.labels.caption_graph")
-
-
 def split_records(records, splits: tuple[str, ...] | str):
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     return select(records, np.isin(records.splits, splits))

@@ -18,11 +18,12 @@ from tqdm import tqdm
 from embedder.atomic import atomic_path
 from embedder.checkpoint import load_checkpoint
 from embedder.config import load_config
-from embedder.data import ImageBank, label_space, read_records, split_records
+from embedder.data import ImageBank, read_records
 from embedder.errors import CapawareError, run_cli
-from embedder.labels.graph import NeighbourGraph, build_graph_bruteforce, read_graph, top_m_sorted, write_graph
+from embedder.labels.graph import NeighbourGraph, read_graph, top_m_sorted, write_graph
 from embedder.model import build_model
 from embedder.records import select
+from embedder.spaces import build_graph, make_spaces
 from embedder.train import pick_device, slug, train_method
 
 
@@ -37,45 +38,53 @@ class Track:
     eval_space: object
 
 
-def load_or_build_graph(path: Path, space, m: int) -> NeighbourGraph:
-    """Reuse ``labels.h5`` when it was built from the same label space and item count."""
+def load_or_build_graph(path: Path, space, cfg, m: int) -> NeighbourGraph:
+    """Reuse ``path`` when it was built from the same label space and item count; else build it."""
     expected = {"label_space": space.name, "m": m, "params": json.dumps(space.params(), sort_keys=True),
                 "n_items": len(space)}
     if path.is_file():
         graph = read_graph(path)
         if all(graph.attrs.get(k) == v for k, v in expected.items()):
             return graph
-    graph = build_graph_bruteforce(space, m)
-    write_graph(path, graph.nn_idx, graph.nn_dist, expected)
+    graph = build_graph(space, cfg, m, path.with_suffix(".chunks"))
+    write_graph(path, graph.nn_idx, graph.nn_dist, {**graph.attrs, **expected})
     return read_graph(path)
+
+
+TRAIN_SPLITS = {"caption": ("train", "restval")}  # Karpathy: restval joins training, as is standard
 
 
 def prepare_track(cfg) -> Track:
     records = read_records(cfg.data)
-    train = split_records(records, ("train", "restval") if cfg.data.track == "caption" else "train")
-    if len(train) == 0:
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
+    if len(train_idx) == 0:
         raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
-    space = label_space(train, cfg.data)
-    graph = load_or_build_graph(Path(cfg.out_dir) / "labels.h5", space, cfg.graph.m)
+    e = cfg.eval
+    eval_idx = np.flatnonzero(np.isin(records.splits, [e.query_split, e.db_split]))
+    train_space, eval_space = make_spaces(cfg, records, train_idx, eval_idx, out)
+    graph = load_or_build_graph(out / "labels.h5", train_space, cfg, cfg.graph.m)
+    train = select(records, train_idx)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
 
-    e = cfg.eval
-    eval_mask = np.isin(records.splits, [e.query_split, e.db_split])
-    eval_records = select(records, eval_mask)
+    eval_records = select(records, eval_idx)
     q = np.flatnonzero(eval_records.splits == e.query_split)
     if e.n_queries is not None and e.n_queries < len(q):
         q = np.sort(np.random.default_rng(cfg.seed).choice(q, e.n_queries, replace=False))
     db = np.flatnonzero(eval_records.splits == e.db_split)
-    return Track(bank, space, graph, q, db, eval_records, label_space(eval_records, cfg.data))
+    return Track(bank, train_space, graph, q, db, eval_records, eval_space)
 
 
 def embed(model, bank: ImageBank, index: np.ndarray, device, batch_size: int = 128,
-          normalise: bool = False) -> np.ndarray:
+          normalise: bool = False, trunk_only: bool = False) -> np.ndarray:
+    """Embeddings (or, ``trunk_only``, pooled trunk features: the pretrained-baseline row)."""
     model.eval()
+    forward = model.trunk if trunk_only else model
     out = []
     with torch.inference_mode():
         for start in range(0, len(index), batch_size):
-            emb = model(bank.batch(index[start:start + batch_size], device)).float()
+            emb = forward(bank.batch(index[start:start + batch_size], device)).float()
             out.append(torch.nn.functional.normalize(emb, dim=1) if normalise else emb)
     return torch.cat(out).cpu().numpy()
 
@@ -97,8 +106,16 @@ def write_retrieval(path: Path, name: str, order: int, retrieved: np.ndarray, tr
                      query_items=q_items, db_items=db_items)
 
 
-def oracle(track: Track, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal ranking: the database items nearest to each query in label space."""
+def oracle(track: Track, k: int, exclude_self: bool, cfg=None) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal ranking: the database items nearest to each query in label space.
+
+    Caption sets within one split use the pruned exact graph search (COCO: 500 x 5,000 set distances
+    of 25 WMDs each would otherwise be solved one by one); other spaces compare all pairs.
+    """
+    if cfg is not None and exclude_self and track.eval_space.name == "caption_wmd" \
+            and len(track.db_idx) == len(track.eval_space):
+        graph = load_or_build_graph(Path(cfg.out_dir) / "eval_labels.h5", track.eval_space, cfg, k)
+        return graph.nn_idx[track.query_idx].astype(np.int64), graph.nn_dist[track.query_idx]
     idx, dist = [], []
     for start in range(0, len(track.query_idx), 256):
         rows = track.query_idx[start:start + 256]
@@ -117,6 +134,28 @@ def retrieve_from_dist(d: np.ndarray, k: int, self_cols: np.ndarray | None) -> n
     return top_m_sorted(d, self_cols, k)[0].astype(np.int64)
 
 
+def baseline_name(cfg) -> str:
+    """The lower-bound row: the initial trunk's pooled features, before any metric learning."""
+    if cfg.model.init == "none":
+        return "Untrained"
+    if cfg.model.init == "imagenet":
+        return "ImageNet"
+    return "Img (class-pretrained)" if "class_pretrained" in cfg.model.init else f"Init ({cfg.model.init})"
+
+
+def resolve_init(cfg, track: Track, progress: bool):
+    """``model.init: class-pretrained`` -> train (once) the category classifier and point init at it."""
+    if cfg.model.init != "class-pretrained":
+        return cfg
+    from embedder.pretrain import category_targets, pretrain
+
+    targets, _ = category_targets(track.train_bank.records)
+    path = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", track.train_bank, targets, progress)
+    cfg = cfg.copy()
+    cfg.model.init = str(path)
+    return cfg
+
+
 def run_study(cfg, progress: bool = True) -> Path:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,26 +165,25 @@ def run_study(cfg, progress: bool = True) -> Path:
     ret_dir = out / "retrieval"
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
-    oracle_idx, ideal = oracle(track, k, exclude)
+    oracle_idx, ideal = oracle(track, k, exclude, cfg)
     write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal)
     eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
     device = pick_device(cfg.device)
 
-    def evaluate(name: str, order: int, model, normalise: bool, dest: Path) -> None:
+    def evaluate(name: str, order: int, model, normalise: bool, dest: Path, trunk_only: bool = False) -> None:
         if dest.is_file():
             return
-        qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise)
-        de = embed(model, eval_bank, track.db_idx, device, normalise=normalise)
+        qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
+        de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
         self_cols = np.searchsorted(track.db_idx, track.query_idx) if exclude else None
         d = (qe ** 2).sum(1)[:, None] - 2 * qe @ de.T + (de ** 2).sum(1)[None, :]
         write_retrieval(dest, name, order, retrieve_from_dist(d, k, self_cols), track, ideal)
 
     dims = list(cfg.dims) or [None]
-    untrained_dim = cfg.model.embed_dim
+    cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
-    evaluate("Untrained" if cfg.model.init == "none" else f"Init ({cfg.model.init})", 1,
-             build_model(cfg.model.arch, untrained_dim, cfg.model.init, cfg.model.weights).to(device),
-             False, ret_dir / "untrained.npz")
+    baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
+    evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz", trunk_only=True)
     for d, dim in enumerate(dims):
         for i, method in enumerate(cfg.methods):
             m = method.copy() if hasattr(method, "copy") else method

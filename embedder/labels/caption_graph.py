@@ -8,12 +8,14 @@ distances, ties by index) with far fewer solves, by pruning with lower bounds of
   relaxations) are both <= WMD;
 * set level, Eq. 13 with a pair bound in place of WMD is <= W(X, Y), since min and sum are monotone.
 
-For each query: set-level WCD against all N images (blocked float32 matmuls, made conservative by
-a rigorous rounding slack), candidates visited by increasing bound, tightened in batches with
-set-level max(WCD, RWMD), and solved exactly only while a candidate's bound can still beat the
-current M-th best exact distance. Inside one exact W(X, Y), a caption pair is solved only if its
-bound could still lower its row or column minimum. Every exact value comes from the same
-``wmd`` call as brute force, so results are identical bit for bit, not just close.
+For each query (``_Searcher.query``): a sweep bounds W against all N images at once (set level,
+pair bound max(WCD, one-sided RWMD), both dense/sparse matrix products in float32 made conservative
+by a rigorous rounding slack); candidates are visited by increasing sweep bound, in batches tightened
+with the full pair bound max(WCD, RWMD), and solved exactly only while their bound can still beat
+the current M-th best exact distance. Inside one exact W(X, Y), caption pairs go by increasing
+bound; a pair is solved only if it could still lower its row or column minimum, and the candidate
+is abandoned once its partly exact Eq. 13 bound exceeds the M-th best. Every exact value comes from
+the same ``wmd`` call as brute force, so results are identical bit for bit, not just close.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -320,7 +323,7 @@ def _load_chunk(path: Path, fingerprint: str):
             if str(z["fingerprint"]) != fingerprint:
                 return None
             return z["nn_idx"], z["nn_dist"], int(z["solves"])
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None  # unreadable chunk: recompute it
 
 
@@ -361,29 +364,26 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
     """Exact top-``m`` neighbours of every image under Eq. 13, pruned; identical to brute force.
 
     Queries are cut into chunks of ``chunk`` images, solved by ``workers`` processes (spawned; 1 =
-    in this process). With ``resume_dir`` every finished chunk is saved there atomically and a rerun
-    skips it. With ``path`` the graph is written with ``write_graph``. ``attrs["emd_solves"]`` counts
-    exact caption-pair WMD evaluations. ``_chunks`` (chunk numbers to run, then stop; returns None)
-    exists for tests that simulate an interrupted build.
+    in this process; results do not depend on it). With ``resume_dir`` every finished chunk is saved
+    atomically in a sub-folder named after the build's identity (captions, vectors, stop words, m,
+    chunk) and a rerun skips it; an unreadable chunk file is recomputed. With ``path`` the graph is
+    written with ``write_graph``. ``attrs["emd_solves"]`` counts exact caption-pair WMD evaluations;
+    ``graph.stats`` adds timings and the brute-force count. ``_chunks`` (chunk numbers to run, then
+    stop and return None) exists for tests that simulate an interrupted build.
     """
     n = len(space)
     if m >= n:
         raise CapawareError(space.name, f"asked for {m} neighbours of {n} images", "lower graph.m below the set size")
     fingerprint = hashlib.sha256(json.dumps({"params": space.params(), "m": m, "chunk": chunk, "n": n},
                                             sort_keys=True).encode()).hexdigest()
-    rdir = Path(resume_dir) if resume_dir is not None else None
-    if rdir is not None:
+    rdir = None
+    if resume_dir is not None:
+        # one sub-folder per build identity: builds of other spaces/settings sharing resume_dir never mix
+        rdir = Path(resume_dir) / f"caption_graph-{fingerprint[:16]}"
         manifest = rdir / "manifest.json"
-        if manifest.is_file():
-            try:
-                old = json.loads(manifest.read_text()).get("fingerprint")
-            except (OSError, ValueError):
-                old = None
-            if old != fingerprint:
-                raise CapawareError(rdir, "resume folder belongs to another graph build (captions, vectors, m or "
-                                          "chunk differ)", "delete the folder or pass another resume_dir")
-        else:
-            write_text(manifest, json.dumps({"fingerprint": fingerprint, "n": n, "m": m, "chunk": chunk}))
+        if not manifest.is_file():
+            write_text(manifest, json.dumps({"fingerprint": fingerprint, "n": n, "m": m, "chunk": chunk,
+                                             "params": space.params()}, indent=1))
     starts = list(range(0, n, chunk))
     selected = range(len(starts)) if _chunks is None else _chunks
     idx = np.empty((n, m), np.int32)
@@ -431,12 +431,10 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
         bar.close()
     if _chunks is not None:
         return None
-    attrs = _graph_attrs(space, m, solves, "pruned: set-level WCD sweep, WCD+RWMD bounds, exact EMD")
+    attrs = _graph_attrs(space, m, solves, "pruned: set-level WCD/RWMD bounds, exact EMD where needed")
     graph = NeighbourGraph(idx, dist.astype(np.float32), attrs)
-    graph.stats = {"seconds": time.perf_counter() - t0, "chunk_cpu_seconds": compute,
-                   "sweep_cpu_seconds": sweep, "emd_solves": solves,
-                   "reused_images": reused,
-                   "brute_force_solves": _brute_solves(space)}
+    graph.stats = {"seconds": time.perf_counter() - t0, "chunk_cpu_seconds": compute, "sweep_cpu_seconds": sweep,
+                   "emd_solves": solves, "reused_images": reused, "brute_force_solves": _brute_solves(space)}
     if path is not None:
         write_graph(path, graph.nn_idx, graph.nn_dist, attrs)
     if progress:
@@ -448,8 +446,9 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
 
 
 def _brute_solves(space: CaptionSpace) -> int:
-    """Caption-pair solves brute force needs over unordered image pairs (sum_{a<b} |X_a| |X_b|)."""
-    k = np.diff(space.img_ptr).astype(np.float64)
+    """Caption-pair WMDs brute force evaluates: sum over image pairs a < b of |X_a| |X_b| (non-empty)."""
+    full = (space.prep.lengths > 0).astype(np.int64)
+    k = np.add.reduceat(full, space.img_ptr[:-1]).astype(np.float64)
     return int(round((k.sum() ** 2 - (k ** 2).sum()) / 2))
 
 

@@ -1,0 +1,88 @@
+"""Label spaces for a study: one for the training images (graph, batches) and one for evaluation.
+
+Pose and layout spaces are built per subset. The caption spaces share word vectors trained (or
+loaded) once from the *training* captions and cached next to the run, so the label distances of the
+evaluation split are measured with exactly the vectors the graph used; tf-idf takes its idf from the
+training images only (Gordo & Larlus 2017).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from embedder.errors import CapawareError
+from embedder.labels.graph import NeighbourGraph, build_graph_bruteforce
+from embedder.records import select
+
+SPACES = ("wmd", "tfidf")
+
+
+class SubsetSpace:
+    """A view of a label space restricted to ``index`` (item i of the view = item index[i])."""
+
+    def __init__(self, space, index: np.ndarray):
+        self.space, self.index, self.name = space, np.asarray(index), space.name
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def pairwise(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return self.space.pairwise(self.index[np.asarray(rows)], self.index[np.asarray(cols)])
+
+    def params(self) -> dict:
+        return self.space.params()
+
+
+def word_vectors(cfg, train_records, cache: Path):
+    """Pretrained vectors from ``captions.vectors``, else a Word2Vec trained once and cached."""
+    from embedder.labels.wordvecs import load_vectors, tokenize, train_word2vec
+
+    c = cfg.captions
+    if c.vectors:
+        return load_vectors(c.vectors)
+    if cache.is_file():
+        return load_vectors(cache, fmt="kv")
+    kv = train_word2vec((tokenize(s) for caps in train_records.captions for s in caps),
+                        dim=c.w2v_dim, seed=cfg.seed, epochs=c.w2v_epochs)
+    from embedder.atomic import atomic_path
+
+    with atomic_path(cache) as tmp:
+        kv.save(str(tmp))
+    return load_vectors(cache, fmt="kv")
+
+
+def make_spaces(cfg, records, train_idx: np.ndarray, eval_idx: np.ndarray, out_dir: Path):
+    """(train space, eval space) over ``records[train_idx]`` and ``records[eval_idx]``."""
+    track = cfg.data.track
+    if track == "pose":
+        from embedder.labels.pose import PoseSpace
+        return (PoseSpace(select(records, train_idx), cfg.data.input_size),
+                PoseSpace(select(records, eval_idx), cfg.data.input_size))
+    if track == "layout":
+        from embedder.labels.layout import LayoutSpace
+        return (LayoutSpace(select(records, train_idx), cfg.data.input_size),
+                LayoutSpace(select(records, eval_idx), cfg.data.input_size))
+    if cfg.captions.space not in SPACES:
+        raise CapawareError("captions.space", f"unknown caption label space {cfg.captions.space!r}",
+                            f"use one of {SPACES}")
+    if cfg.captions.space == "tfidf":
+        from embedder.labels.tfidf import TfidfSpace
+        train_mask = np.zeros(len(records), bool)
+        train_mask[train_idx] = True
+        full = TfidfSpace(records.captions, train_mask)
+        return SubsetSpace(full, train_idx), SubsetSpace(full, eval_idx)
+    from embedder.labels.caption_graph import CaptionSpace
+    kv = word_vectors(cfg, select(records, train_idx), Path(out_dir) / "word_vectors.kv")
+    source = cfg.captions.vectors or f"word2vec(dim={cfg.captions.w2v_dim}, seed={cfg.seed})"
+    return tuple(CaptionSpace.from_records(select(records, idx), kv, stopwords=cfg.captions.stopwords,
+                                           vector_source=source) for idx in (train_idx, eval_idx))
+
+
+def build_graph(space, cfg, m: int, work_dir: Path) -> NeighbourGraph:
+    """Exact top-m neighbours: pruned WMD search for caption sets, one matrix pass otherwise."""
+    if space.name == "caption_wmd":
+        from embedder.labels.caption_graph import build_caption_graph
+        return build_caption_graph(space, m=m, workers=cfg.graph.workers, chunk=cfg.graph.chunk,
+                                   resume_dir=work_dir)
+    return build_graph_bruteforce(space, m)
