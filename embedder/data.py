@@ -98,7 +98,10 @@ class ImageBank:
         return torch.from_numpy(np.stack([load_image(self.records, int(i), self.size) for i in index]))
 
     def batch(self, index: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
-        """float [B, 3, S, S] normalised with ImageNet statistics (what torchvision trunks expect)."""
-        x = self.uint8(index).to(device).float().div_(255)
-        return ((x - IMAGENET_MEAN.to(device)) / IMAGENET_STD.to(device)).contiguous(
-            memory_format=torch.channels_last)
+        return normalise(self.uint8(index), device)
+
+
+def normalise(images: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:
+    """uint8 [B, 3, S, S] -> float normalised with ImageNet statistics (what torchvision trunks expect)."""
+    x = images.to(device).float().div_(255)
+    return ((x - IMAGENET_MEAN.to(device)) / IMAGENET_STD.to(device)).contiguous(memory_format=torch.channels_last)

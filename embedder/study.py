@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from embedder.atomic import atomic_path
+from embedder.atomic import atomic_path, write_text
 from embedder.checkpoint import load_checkpoint
 from embedder.config import load_config
 from embedder.data import ImageBank, read_records
@@ -134,6 +134,13 @@ def retrieve_from_dist(d: np.ndarray, k: int, self_cols: np.ndarray | None) -> n
     return top_m_sorted(d, self_cols, k)[0].astype(np.int64)
 
 
+def write_items(path: Path, records) -> None:
+    """What the qualitative grids show for each evaluation item: its image and one caption."""
+    raw = getattr(records, "raw", None)
+    captions = [r[0] if r else "" for r in raw] if raw else None
+    write_text(path, json.dumps({"image_paths": [str(p) for p in records.image_paths], "captions": captions}))
+
+
 def baseline_name(cfg) -> str:
     """The lower-bound row: the initial trunk's pooled features, before any metric learning."""
     if cfg.model.init == "none":
@@ -165,6 +172,7 @@ def run_study(cfg, progress: bool = True) -> Path:
     ret_dir = out / "retrieval"
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
+    write_items(ret_dir / "items.json", track.eval_records)
     oracle_idx, ideal = oracle(track, k, exclude, cfg)
     write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal)
     eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
@@ -208,9 +216,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
     ret_dir = run_study(cfg)
+    from eval.retrieval_grid import write_grids
     from eval.retrieval_report import write_report
 
-    print(write_report(ret_dir, Path(args.results) / cfg.name, title=f"{cfg.name} ({cfg.data.track} track)"))
+    results = Path(args.results) / cfg.name
+    print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)"))
+    grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
+    print(f"tables, curves and {len(grids)} retrieval grids in {results}/")
 
 
 if __name__ == "__main__":

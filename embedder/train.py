@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash, load_config
+from embedder.data import normalise
 from embedder.errors import CapawareError, run_cli
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
@@ -86,6 +87,29 @@ def run_fingerprint(cfg, method) -> str:
     return config_hash(OmegaConf.create(c)) + ":" + str(method)
 
 
+class StepBatches(torch.utils.data.Dataset):
+    """Item n = everything step ``start + n`` needs: images, anchors, label distances, positives.
+
+    Batches are a pure function of the step (sampler), so DataLoader workers can decode images and
+    compute label distances (WMD for captions: the expensive part) ahead of the training loop.
+    """
+
+    def __init__(self, sampler: AnchorBatchSampler, bank, space, nn_idx: np.ndarray, positives: int,
+                 start: int, total: int):
+        self.sampler, self.bank, self.space, self.nn_idx = sampler, bank, space, nn_idx
+        self.positives, self.start, self.total = positives, start, total
+
+    def __len__(self) -> int:
+        return self.total - self.start
+
+    def __getitem__(self, n: int):
+        epoch, s = divmod(self.start + n, self.sampler.steps_per_epoch())
+        b = self.sampler.batch(epoch, s)
+        label_dist = self.space.pairwise(b.items[b.anchors], b.items)
+        return (self.bank.uint8(b.items), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
+                positive_mask(self.nn_idx, b.items, b.anchors, self.positives))
+
+
 def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True) -> Path:
     """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt."""
     out_dir = Path(out_dir)
@@ -138,14 +162,13 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=step)
     model.train()
     bar = tqdm(total=total, initial=step, desc=method.name, disable=not progress, leave=False)
-    while step < total:
-        epoch, s = divmod(step, per_epoch)
-        batch = sampler.batch(epoch, s)
-        x = bank.batch(batch.items, device)
-        emb = model(x)
-        label_dist = torch.from_numpy(space.pairwise(batch.items[batch.anchors], batch.items)).to(device)
-        positive = positive_mask(nn_idx, batch.items, batch.anchors, t.positives).to(device)
-        loss = criterion(emb, torch.from_numpy(batch.anchors).to(device), label_dist, positive)
+    workers = cfg.data.num_workers
+    loader = torch.utils.data.DataLoader(
+        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total), batch_size=None,
+        shuffle=False, num_workers=workers, persistent_workers=False, prefetch_factor=2 if workers else None)
+    for images, anchors, label_dist, positive in loader:
+        emb = model(normalise(images, device))
+        loss = criterion(emb, anchors.to(device), label_dist.to(device), positive.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -1,0 +1,74 @@
+"""Qualitative retrieval grids (the paper's Fig. 4/6/7): a query and its top results per method.
+
+Reads a study's retrieval folder: the per-row ``*.npz`` files and ``items.json`` (image path and,
+for the caption track, one caption per evaluation item). One PNG per query; rows are methods, the
+first column the query, each result titled with its label distance (and captioned when available).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def load_retrievals(ret_dir: Path) -> list[dict]:
+    rows = []
+    for path in sorted(Path(ret_dir).glob("*.npz")):
+        with np.load(path) as f:
+            rows.append({"name": str(f["name"]), "order": int(f["order"]), "retrieved": f["retrieved"],
+                         "dist": f["retrieved_dist"], "query_items": f["query_items"], "db_items": f["db_items"]})
+    return sorted(rows, key=lambda r: r["order"])
+
+
+def write_grids(ret_dir: Path, out_dir: Path, queries: list[int], top: int = 8,
+                methods: list[str] | None = None) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ret_dir, out_dir = Path(ret_dir), Path(out_dir)
+    items = json.loads((ret_dir / "items.json").read_text())
+    rows = [r for r in load_retrievals(ret_dir) if methods is None or r["name"] in methods]
+    captions = items.get("captions")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for q in queries:
+        fig, axes = plt.subplots(len(rows), top + 1, figsize=(1.6 * (top + 1), 2.0 * len(rows) + 0.4),
+                                 squeeze=False)
+        for r, row in enumerate(rows):
+            shown = [int(row["query_items"][q])] + [int(row["db_items"][i]) for i in row["retrieved"][q, :top]]
+            for c, item in enumerate(shown):
+                ax = axes[r, c]
+                with Image.open(items["image_paths"][item]) as im:
+                    ax.imshow(im.convert("RGB"))
+                ax.set_xticks([]), ax.set_yticks([])
+                title = "query" if c == 0 else f"d={row['dist'][q, c - 1]:.2f}"
+                ax.set_title(title, fontsize=7)
+                if captions:
+                    ax.set_xlabel("\n".join(textwrap.wrap(captions[item], 22)[:3]), fontsize=5)
+            axes[r, 0].set_ylabel(row["name"], fontsize=7)
+        fig.tight_layout()
+        path = out_dir / f"grid_query{q}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Qualitative retrieval grids from a study's retrieval folder.")
+    parser.add_argument("retrieval_dir")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--queries", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--top", type=int, default=8)
+    args = parser.parse_args()
+    for path in write_grids(Path(args.retrieval_dir), Path(args.out), args.queries, args.top):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Load the network whose layer4 map becomes the features: ImageNet weights or a capaware checkpoint.
+
+Only the trunk is loaded (the embedding head plays no part in stage two). What is loaded is described
+by a ``BackboneInfo`` whose fields become attributes of the features file: they are how a resumed
+dump proves it uses the same weights, and how stage three labels its rows Img / Cap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from embedder.checkpoint import file_sha256, load_checkpoint
+from embedder.errors import CapawareError
+from embedder.model import ARCHS, Embedder, imagenet_weight_file
+
+
+@dataclass(frozen=True)
+class BackboneInfo:
+    kind: str  # imagenet | class-pretrained | metric-learning | checkpoint
+    method: str  # stage-one method name ("" otherwise)
+    arch: str
+    checkpoint: str  # the file the weights came from
+    checkpoint_sha256: str  # hex digest of that file; "imagenet:<file name>" for torchvision weights
+
+    def attrs(self) -> dict:
+        return {"backbone": self.kind, "backbone_method": self.method, "arch": self.arch,
+                "checkpoint": self.checkpoint, "checkpoint_sha256": self.checkpoint_sha256}
+
+
+def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> None:
+    """Load trunk tensors strictly (bar the classifier ``fc``); a misfit is one CapawareError line."""
+    fix = f"set backbone.arch to the architecture that produced {Path(where).name} (not {arch})"
+    try:
+        missing, unexpected = model.trunk.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # same names, other shapes
+        first = next((ln.strip() for ln in str(err).splitlines() if "size mismatch" in ln), "size mismatch")
+        raise CapawareError(where, f"tensors do not fit a {arch} trunk ({first})", fix) from None
+    missing = [k for k in missing if not k.startswith("fc.")]
+    unexpected = [k for k in unexpected if not k.startswith("fc.")]
+    if missing or unexpected:
+        raise CapawareError(where, f"tensors do not fit a {arch} trunk ({len(missing)} missing, "
+                            f"{len(unexpected)} unexpected, e.g. {(missing + unexpected)[0]})", fix)
+
+
+def load_backbone(cfg) -> tuple[Embedder, BackboneInfo]:
+    """The trunk in eval mode on CPU, and what it is. ``cfg`` is the ``backbone`` config section."""
+    if cfg.arch is not None and cfg.arch not in ARCHS:
+        raise CapawareError("backbone.arch", f"unknown architecture {cfg.arch!r}", f"use one of {', '.join(ARCHS)}")
+    if cfg.checkpoint == "imagenet":
+        if cfg.arch is None:
+            raise CapawareError("backbone.arch", "imagenet weights need an architecture",
+                                f"set backbone.arch to one of {', '.join(ARCHS)}")
+        path = imagenet_weight_file(cfg.arch, cfg.weights)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # torch raises several types for a damaged file
+            raise CapawareError(path, f"not a readable weight file ({type(err).__name__})",
+                                "download it again") from None
+        model = Embedder(cfg.arch, 1)
+        _load_trunk(model, state, path, cfg.arch)
+        info = BackboneInfo("imagenet", "", cfg.arch, str(path), f"imagenet:{path.name}")
+    else:
+        path = Path(cfg.checkpoint)
+        state = load_checkpoint(path)
+        if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+            raise CapawareError(path, "not a capaware checkpoint (no 'model' weights)",
+                                "point backbone.checkpoint at a stage-one model.pt or the class-pretrained one")
+        saved_arch = state.get("arch")
+        if cfg.arch is not None and saved_arch is not None and cfg.arch != saved_arch:
+            raise CapawareError(path, f"checkpoint is a {saved_arch}, the config asks for {cfg.arch}",
+                                f"set backbone.arch={saved_arch} or leave it unset (read from the checkpoint)")
+        arch = cfg.arch or saved_arch
+        if arch is None:
+            raise CapawareError(path, "checkpoint does not name its architecture", "set backbone.arch")
+        model = Embedder(arch, 1)
+        trunk = {k[len("trunk."):]: v for k, v in state["model"].items() if k.startswith("trunk.")}
+        if not trunk:
+            raise CapawareError(path, "checkpoint holds no trunk.* tensors", "is it a capaware Embedder checkpoint?")
+        _load_trunk(model, trunk, path, arch)
+        if state.get("kind") == "class-pretrained":
+            kind, method = "class-pretrained", ""
+        elif "method" in state:
+            kind, method = "metric-learning", str(state["method"])
+        else:
+            kind, method = "checkpoint", ""
+        info = BackboneInfo(kind, method, arch, str(path), file_sha256(path))
+    model.head = torch.nn.Identity()  # unused here; keeps the module free of a dangling 1-D head
+    return model.eval(), info
+
+
+def label_of(kind: str) -> str:
+    """The row label of the paper's captioning tables: Img (class supervision) vs Cap (ours)."""
+    return {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap"}.get(kind, "Custom")

@@ -1,0 +1,79 @@
+"""Typed config of a feature dump (OmegaConf structured config, loaded by embedder.config.load_config).
+
+Every key that changes the numbers in the file (backbone, checkpoint, input policy, grid, dtypes,
+image list) is also written as an attribute of the file, so that a resumed dump can prove it is
+continuing the same one; keys that only change speed (batch size, workers, device) are not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from embedder.config import load_config
+from embedder.errors import CapawareError
+
+
+@dataclass
+class BackboneConfig:
+    checkpoint: str = "imagenet"  # imagenet | path to a capaware checkpoint (class-pretrained or stage one)
+    arch: Optional[str] = None  # imagenet: required; checkpoint: read from it (if set, must agree)
+    weights: str = ""  # imagenet: local torchvision weight file (never downloaded); empty: $TORCH_HOME
+
+
+@dataclass
+class ImagesConfig:
+    karpathy: str = ""  # a Karpathy dataset_*.json; images at image_root/filepath/filename
+    image_root: str = ""  # Karpathy only; empty: the json's folder
+    splits: list[str] = field(default_factory=list)  # Karpathy splits kept, in file order; empty: all
+    folder: str = ""  # or: every image under this folder (recursive, sorted); ids from file names
+
+
+@dataclass
+class InputConfig:
+    policy: str = "square"  # square: resize to size x size | short_side: keep aspect, short side = size
+    size: int = 448  # square 448 -> a native 14 x 14 layer4 grid (stride 32)
+
+
+@dataclass
+class FeaturesConfig:
+    out: str = "runs/features/feats.h5"
+    device: str = "auto"  # auto | cpu | cuda
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    images: ImagesConfig = field(default_factory=ImagesConfig)
+    input: InputConfig = field(default_factory=InputConfig)
+    att_size: int = 14  # att grid is att_size x att_size (adaptive average pool of layer4)
+    dtype: str = "float16"  # storage: float16 | float32
+    compression: str = "none"  # none | gzip | lzf
+    precision: str = "float32"  # compute: float32 | bfloat16 (CPU or GPU) | float16 (GPU only)
+    batch_size: int = 16
+    num_workers: int = 2  # DataLoader processes decoding and resizing images (0: in this process)
+    channels_last: bool = True
+    skip_bad: bool = False  # record undecodable images as skipped instead of stopping
+    stop_after_batches: Optional[int] = None  # testing aid: die like a kill after this many batches
+
+
+CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float32"),
+           "compression": ("none", "gzip", "lzf"), "precision": ("float32", "bfloat16", "float16"),
+           "device": ("auto", "cpu", "cuda")}
+
+
+def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> FeaturesConfig:
+    """Load and validate; a bad value is one CapawareError naming the key and the file."""
+    cfg = load_config(path, overrides, schema=FeaturesConfig)
+    where = str(path) if path else "<defaults>"
+    for key, allowed in CHOICES.items():
+        value = cfg.input.policy if key == "input.policy" else cfg[key]
+        if value not in allowed:
+            raise CapawareError(where, f"{key}={value!r} is not one of {', '.join(allowed)}",
+                                f"set {key} to one of {', '.join(allowed)}")
+    for key in ("input.size", "att_size", "batch_size"):
+        value = cfg.input.size if key == "input.size" else cfg[key]
+        if value < 1:
+            raise CapawareError(where, f"{key}={value} must be positive", f"set {key} >= 1")
+    if cfg.num_workers < 0:
+        raise CapawareError(where, f"num_workers={cfg.num_workers} is negative", "set num_workers >= 0")
+    if bool(cfg.images.karpathy) == bool(cfg.images.folder):
+        raise CapawareError(where, "set exactly one of images.karpathy and images.folder",
+                            "images.karpathy=PATH/dataset_coco.json or images.folder=PATH")
+    return cfg

@@ -1,0 +1,184 @@
+"""Dump att/fc features of every listed image to ``feats.h5``: batched, streaming, resumable.
+
+``python -m feature_extract --config configs/demo_features_img.yaml [--force] [--skip-bad] [k=v ...]``
+
+Each batch is pooled and written as soon as it leaves the network, then ``n_done`` is advanced: memory
+does not grow with N, and a rerun after a kill continues from the last flushed batch.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from embedder.data import IMAGENET_MEAN, IMAGENET_STD
+from embedder.errors import CapawareError
+from embedder.images import check_images_exist
+from feature_extract import h5io
+from feature_extract.backbone import label_of, load_backbone
+from feature_extract.config import load_features_config
+from feature_extract.sources import ImageDataset, collate, list_images
+
+AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise CapawareError("device", "device=cuda but no GPU is visible", "set device=cpu or device=auto")
+    return torch.device(name)
+
+
+def pool(fmap: torch.Tensor, att_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """layer4 [B, C, h, w] -> att [B, att_size^2, C] (adaptive average pool, H then W, C last), fc [B, C]."""
+    fmap = fmap.float()
+    att = F.adaptive_avg_pool2d(fmap, att_size).permute(0, 2, 3, 1).reshape(fmap.shape[0], -1, fmap.shape[1])
+    return att, fmap.mean((2, 3))
+
+
+class Extractor:
+    """The backbone plus the per-batch transform: uint8 HWC images -> att, fc (float32, on CPU)."""
+
+    def __init__(self, model: torch.nn.Module, device: torch.device, att_size: int, precision: str,
+                 channels_last: bool):
+        if precision == "float16" and device.type != "cuda":
+            raise CapawareError("precision", "float16 compute needs a GPU", "use precision=bfloat16 or float32 on CPU")
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
+        self.model = model.to(device).to(memory_format=self.memory_format)
+        self.device, self.att_size, self.precision = device, att_size, precision
+        self.mean, self.std = IMAGENET_MEAN.to(device), IMAGENET_STD.to(device)
+
+    @torch.inference_mode()
+    def __call__(self, images: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        # Stacking HWC gives NHWC memory: permuting to NCHW is then channels_last for free.
+        x = torch.stack(images).to(self.device, non_blocking=True).permute(0, 3, 1, 2)
+        x = ((x.float() / 255.0 - self.mean) / self.std).contiguous(memory_format=self.memory_format)
+        cast = (torch.autocast(self.device.type, dtype=AUTOCAST[self.precision])
+                if self.precision in AUTOCAST else contextlib.nullcontext())
+        with cast:
+            fmap = self.model.features(x)
+        att, fc = pool(fmap, self.att_size)
+        return att.cpu(), fc.cpu()
+
+
+def run_batch(extract: Extractor, items, skip_bad: bool, c: int, hw: int):
+    """att [B, hw, c], fc [B, c] (float32; zeros for skipped rows) and the skipped mask, in row order.
+
+    Images of equal shape share one forward (all of them under the square policy).
+    """
+    att, fc = torch.zeros(len(items), hw, c), torch.zeros(len(items), c)
+    skipped = np.zeros(len(items), bool)
+    groups: dict[tuple, list[int]] = {}
+    for k, (_, image, error) in enumerate(items):
+        if error:
+            if not skip_bad:
+                where, problem, fix = error
+                raise CapawareError(where, problem, f"{fix}; or rerun with --skip-bad to record it as skipped")
+            skipped[k] = True
+            continue
+        groups.setdefault(tuple(image.shape), []).append(k)
+    for ks in groups.values():
+        a, f = extract([items[k][1] for k in ks])
+        att[ks], fc[ks] = a, f
+    return att, fc, skipped
+
+
+def identity_attrs(cfg, info, images, channels: int) -> dict:
+    return {"format": h5io.FORMAT, **info.attrs(), "input_policy": cfg.input.policy,
+            "input_size": int(cfg.input.size), "att_size": int(cfg.att_size), "channels": int(channels),
+            "dtype": cfg.dtype, "compression": cfg.compression, "precision": cfg.precision,
+            "images": images.source, "image_root": images.root, "splits": h5io.splits_attr(cfg.images.splits),
+            "images_sha256": images.sha256(), "n_images": len(images)}
+
+
+def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
+    """Write (or resume, or find complete) ``cfg.out``; return a summary dict."""
+    out = Path(cfg.out)
+    images = list_images(cfg.images)
+    if not cfg.skip_bad:
+        check_images_exist(images.paths)  # a missing file stops the run now, not hours in
+    model, info = load_backbone(cfg.backbone)
+    device = pick_device(cfg.device)
+    extract = Extractor(model, device, cfg.att_size, cfg.precision, cfg.channels_last)
+    attrs = identity_attrs(cfg, info, images, model.feat_dim)
+    if force and out.exists():
+        out.unlink()
+    f = h5io.open_for_resume(out, attrs) if out.exists() else None
+    if out.exists() and f is None:
+        return {"out": out, "status": "already complete", "n": len(images), "done_now": 0,
+                "label": label_of(info.kind), "seconds": 0.0}
+    if f is None:
+        h5io.create(out, {**attrs, "command": command}, images.ids, images.names)
+        f = h5io.open_for_resume(out, attrs)
+    start = int(f.attrs["n_done"])
+    n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
+    loader = torch.utils.data.DataLoader(
+        ImageDataset(images, range(start, n), cfg.input.policy, cfg.input.size), batch_size=cfg.batch_size,
+        num_workers=cfg.num_workers, collate_fn=collate, pin_memory=device.type == "cuda",
+        prefetch_factor=2 if cfg.num_workers else None)
+    dtype = np.dtype(cfg.dtype)
+    n_skipped = int(f.attrs["n_skipped"])
+    t0 = time.perf_counter()
+    bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress)
+    try:
+        for b, items in enumerate(loader):
+            lo, hi = items[0][0], items[-1][0] + 1
+            att, fc, skipped = run_batch(extract, items, cfg.skip_bad, c, hw)
+            f["att"][lo:hi] = att.numpy().astype(dtype)
+            f["fc"][lo:hi] = fc.numpy().astype(dtype)
+            f["skipped"][lo:hi] = skipped
+            f.flush()  # the rows reach the file before n_done claims them
+            if cfg.stop_after_batches is not None and b >= cfg.stop_after_batches:
+                os._exit(3)  # testing aid: a kill after this batch's rows were written, before n_done
+            n_skipped += int(skipped.sum())
+            f.attrs["n_skipped"] = n_skipped
+            f.attrs["n_done"] = hi
+            f.flush()
+            bar.update(hi - lo)
+        f.attrs["complete"] = True
+        f.flush()
+    finally:
+        bar.close()
+        f.close()
+    seconds = time.perf_counter() - t0
+    return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,
+            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds}
+
+
+def summary(result: dict, cfg) -> str:
+    out = result["out"]
+    lines = [f"features -> {out} ({result['status']})",
+             f"  backbone  {cfg.backbone.checkpoint} -> row label {result['label']}",
+             f"  images    {result['n']} ({result.get('skipped', 0)} skipped)",
+             f"  att       [{result['n']}, {cfg.att_size ** 2}, C] {cfg.dtype}, "
+             f"input {cfg.input.policy} {cfg.input.size}, compression {cfg.compression}",
+             f"  size      {out.stat().st_size / 2**20:.1f} MiB"]
+    if result["done_now"]:
+        rate = result["done_now"] / max(result["seconds"], 1e-9)
+        lines.append(f"  speed     {result['done_now']} images in {result['seconds']:.1f} s ({rate:.1f} img/s)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--force", action="store_true", help="delete an existing output file and start over")
+    parser.add_argument("--skip-bad", action="store_true", help="record undecodable images as skipped")
+    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    cfg = load_features_config(args.config, args.overrides)
+    if args.skip_bad:
+        cfg.skip_bad = True
+    command = " ".join(shlex.quote(a) for a in ["python", "-m", "feature_extract", *argv])
+    print(summary(dump(cfg, command, force=args.force), cfg))
