@@ -47,31 +47,17 @@ from embedder.labels.wordvecs import caption_words, stopword_set, tokenize, trai
 COCO_TRAIN = 113_287
 
 
-def shapes_captions(n: int, seed: int) -> tuple[list[list[str]], str]:
-    """n images x 5 captions (strings) and the generator's name."""
-    try:
-        from embedder.synthetic.shapes_captions import make_captions, sample_scene
-        from embedder.synthetic import item_rng
-    except ImportError:
-        return _template_captions(n, seed), "local templates"
+def shapes_captions(n: int, seed: int) -> list[list[str]]:
+    """n images x 5 captions (strings) from the shapes-captions generator, no images rendered."""
+    from embedder.synthetic import item_rng
+    from embedder.synthetic.shapes_captions import make_captions, sample_scene
+
     out = []
     for i in range(n):
         rng = item_rng(seed, "captions", i)
         scene = sample_scene(rng, 128)
         out.append([" ".join(tokens) for tokens, _ in make_captions(rng, scene, 128)])
-    return out, "embedder.synthetic.shapes_captions"
-
-
-def _template_captions(n: int, seed: int) -> list[list[str]]:
-    rng = np.random.default_rng(seed)
-    shapes, colours = ["circle", "square", "triangle", "star", "cross"], ["red", "green", "blue", "yellow", "purple"]
-    images = []
-    for _ in range(n):
-        objs = [(rng.choice(colours), rng.choice(shapes)) for _ in range(int(rng.integers(1, 4)))]
-        images.append([rng.choice(["a picture of", "there is", ""]) + " a " +
-                       " and a ".join(f"{rng.choice(['small', 'big', ''])} {c} {s}" for c, s in objs
-                                      if rng.random() < 0.8 or (c, s) == objs[0]) for _ in range(5)])
-    return images
+    return out
 
 
 def gensim_pair_seconds(kv, docs, img_ptr, pairs) -> float:
@@ -126,10 +112,10 @@ def main() -> None:
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs visible, "
           f"{args.workers} worker processes for the pruned build; costs are CPU seconds (process_time), "
           f"which a busy shared machine inflates less than wall time")
-    captions, source = shapes_captions(max(sizes), args.seed)
+    captions = shapes_captions(max(sizes), args.seed)
     start = time.perf_counter()
     kv = train_word2vec([tokenize(s) for caps in captions for s in caps], dim=args.dim, seed=args.seed, epochs=10)
-    print(f"captions: {source}, 5 per image; word2vec dim {args.dim} on {max(sizes)} images "
+    print(f"captions: shapes-captions generator, 5 per image; word2vec dim {args.dim} on {max(sizes)} images "
           f"({len(kv)} words, {time.perf_counter() - start:.1f} s); stop words: {args.stopwords}; M = {args.m}")
     stop = stopword_set(args.stopwords)
     rng = np.random.default_rng(args.seed)

@@ -16,7 +16,7 @@ import torch
 from tqdm import tqdm
 
 from embedder.atomic import atomic_path, write_text
-from embedder.checkpoint import load_checkpoint
+from embedder.checkpoint import file_sha256, load_checkpoint
 from embedder.config import load_config
 from embedder.data import ImageBank, read_records
 from embedder.errors import CapawareError, run_cli
@@ -94,14 +94,14 @@ def same_split(cfg) -> bool:
 
 
 def write_retrieval(path: Path, name: str, order: int, retrieved: np.ndarray, track: Track,
-                    ideal_dist: np.ndarray) -> None:
+                    ideal_dist: np.ndarray, source: str) -> None:
     """One table row: retrieved database items per query, their label distances and the ideal ones."""
     q_items, db_items = track.query_idx, track.db_idx
     dist = np.stack([track.eval_space.pairwise(q_items[i:i + 1], db_items[retrieved[i]])[0]
                      for i in range(len(q_items))])
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
-            np.savez(handle, name=name, order=order, retrieved=retrieved.astype(np.int32),
+            np.savez(handle, name=name, order=order, source=source, retrieved=retrieved.astype(np.int32),
                      retrieved_dist=dist.astype(np.float32), ideal_dist=ideal_dist.astype(np.float32),
                      query_items=q_items, db_items=db_items)
 
@@ -174,24 +174,29 @@ def run_study(cfg, progress: bool = True) -> Path:
     exclude = same_split(cfg)
     write_items(ret_dir / "items.json", track.eval_records)
     oracle_idx, ideal = oracle(track, k, exclude, cfg)
-    write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal)
+    write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
     eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
     device = pick_device(cfg.device)
 
-    def evaluate(name: str, order: int, model, normalise: bool, dest: Path, trunk_only: bool = False) -> None:
+    def evaluate(name: str, order: int, model, normalise: bool, dest: Path, source: str,
+                 trunk_only: bool = False) -> None:
+        """Write one row, unless ``dest`` already holds this row computed from the same ``source``."""
         if dest.is_file():
-            return
+            with np.load(dest) as f:
+                if "source" in f and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source):
+                    return
         qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
         de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
         self_cols = np.searchsorted(track.db_idx, track.query_idx) if exclude else None
         d = (qe ** 2).sum(1)[:, None] - 2 * qe @ de.T + (de ** 2).sum(1)[None, :]
-        write_retrieval(dest, name, order, retrieve_from_dist(d, k, self_cols), track, ideal)
+        write_retrieval(dest, name, order, retrieve_from_dist(d, k, self_cols), track, ideal, source)
 
     dims = list(cfg.dims) or [None]
     cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
-    evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz", trunk_only=True)
+    evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz",
+             f"{cfg.model.arch}:{cfg.model.init}:seed{cfg.seed}", trunk_only=True)
     for d, dim in enumerate(dims):
         for i, method in enumerate(cfg.methods):
             m = method.copy() if hasattr(method, "copy") else method
@@ -204,7 +209,8 @@ def run_study(cfg, progress: bool = True) -> Path:
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])
             name = m.name + (f" {dim}-D" if dim is not None else "")
-            evaluate(name, 2 + d * len(cfg.methods) + i, model, bool(state["normalised"]), ret_dir / f"{tag}.npz")
+            evaluate(name, 2 + d * len(cfg.methods) + i, model, bool(state["normalised"]), ret_dir / f"{tag}.npz",
+                     file_sha256(ckpt))
     return ret_dir
 
 

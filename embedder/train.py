@@ -115,6 +115,9 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     out_dir = Path(out_dir)
     final = out_dir / "model.pt"
     if final.is_file():
+        if load_checkpoint(final).get("fingerprint") != run_fingerprint(cfg, method):
+            raise CapawareError(final, "a finished run of another config or method is in the way",
+                                f"delete {out_dir} to retrain, or choose another out_dir")
         return final
     t = cfg.train
     dim = method.embed_dim or cfg.model.embed_dim

@@ -50,7 +50,8 @@ class FeaturesConfig:
     num_workers: int = 2  # DataLoader processes decoding and resizing images (0: in this process)
     channels_last: bool = True
     skip_bad: bool = False  # record undecodable images as skipped instead of stopping
-    stop_after_batches: Optional[int] = None  # testing aid: die like a kill after this many batches
+    stop_after_batches: Optional[int] = None  # testing aid: die like a kill after this many complete
+    # batches, with the next batch's rows already written but not yet counted in n_done
 
 
 CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float32"),

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -110,28 +111,32 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     model, info = load_backbone(cfg.backbone)
     device = pick_device(cfg.device)
     extract = Extractor(model, device, cfg.att_size, cfg.precision, cfg.channels_last)
-    attrs = identity_attrs(cfg, info, images, model.feat_dim)
+    n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
+    attrs = identity_attrs(cfg, info, images, c)
     if force and out.exists():
         out.unlink()
-    f = h5io.open_for_resume(out, attrs) if out.exists() else None
-    if out.exists() and f is None:
-        return {"out": out, "status": "already complete", "n": len(images), "done_now": 0,
-                "label": label_of(info.kind), "seconds": 0.0}
-    if f is None:
-        h5io.create(out, {**attrs, "command": command}, images.ids, images.names)
+    if out.exists():
         f = h5io.open_for_resume(out, attrs)
-    start = int(f.attrs["n_done"])
-    n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
+        if f is None:
+            with h5py.File(out, "r") as g:
+                n_skipped = int(g.attrs["n_skipped"])
+            return {"out": out, "status": "already complete (--force to redo)", "n": n, "done_now": 0,
+                    "skipped": n_skipped, "channels": c, "label": label_of(info.kind), "seconds": 0.0}
+        start, n_skipped = int(f.attrs["n_done"]), int(f.attrs["n_skipped"])
+        f.close()
+    else:
+        h5io.create(out, {**attrs, "command": command}, images.ids, images.names)
+        start, n_skipped = 0, 0
     loader = torch.utils.data.DataLoader(
         ImageDataset(images, range(start, n), cfg.input.policy, cfg.input.size), batch_size=cfg.batch_size,
         num_workers=cfg.num_workers, collate_fn=collate, pin_memory=device.type == "cuda",
         prefetch_factor=2 if cfg.num_workers else None)
     dtype = np.dtype(cfg.dtype)
-    n_skipped = int(f.attrs["n_skipped"])
     t0 = time.perf_counter()
+    batches = iter(loader)  # workers fork before the file is opened: they must never hold its handle
     bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress)
-    try:
-        for b, items in enumerate(loader):
+    with h5py.File(out, "r+") as f:
+        for b, items in enumerate(batches):
             lo, hi = items[0][0], items[-1][0] + 1
             att, fc, skipped = run_batch(extract, items, cfg.skip_bad, c, hw)
             f["att"][lo:hi] = att.numpy().astype(dtype)
@@ -139,20 +144,17 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
             f["skipped"][lo:hi] = skipped
             f.flush()  # the rows reach the file before n_done claims them
             if cfg.stop_after_batches is not None and b >= cfg.stop_after_batches:
-                os._exit(3)  # testing aid: a kill after this batch's rows were written, before n_done
+                os._exit(3)  # testing aid: killed after this batch's rows were written, before n_done
             n_skipped += int(skipped.sum())
             f.attrs["n_skipped"] = n_skipped
             f.attrs["n_done"] = hi
             f.flush()
             bar.update(hi - lo)
         f.attrs["complete"] = True
-        f.flush()
-    finally:
-        bar.close()
-        f.close()
+    bar.close()
     seconds = time.perf_counter() - t0
     return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,
-            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds}
+            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds, "channels": c}
 
 
 def summary(result: dict, cfg) -> str:
@@ -160,9 +162,9 @@ def summary(result: dict, cfg) -> str:
     lines = [f"features -> {out} ({result['status']})",
              f"  backbone  {cfg.backbone.checkpoint} -> row label {result['label']}",
              f"  images    {result['n']} ({result.get('skipped', 0)} skipped)",
-             f"  att       [{result['n']}, {cfg.att_size ** 2}, C] {cfg.dtype}, "
+             f"  att       [{result['n']}, {cfg.att_size ** 2}, {result['channels']}] {cfg.dtype}, "
              f"input {cfg.input.policy} {cfg.input.size}, compression {cfg.compression}",
-             f"  size      {out.stat().st_size / 2**20:.1f} MiB"]
+             f"  size      {out.stat().st_size / 2**20:.2f} MiB"]
     if result["done_now"]:
         rate = result["done_now"] / max(result["seconds"], 1e-9)
         lines.append(f"  speed     {result['done_now']} images in {result['seconds']:.1f} s ({rate:.1f} img/s)")

@@ -1,0 +1,114 @@
+"""Typed config of a captioner run (OmegaConf structured config, loaded by embedder.config.load_config).
+
+A YAML file (``configs/*_att2all2.yaml``, ``configs/*_topdown.yaml``) is merged onto these dataclasses,
+then ``key=value`` overrides; an unknown or mistyped key names the key and the file. Every number the
+training loop uses is here, so the config is the whole description of a run (nanoGPT style).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from embedder.config import load_config
+from embedder.errors import CapawareError
+
+
+@dataclass
+class CapDataConfig:
+    json: str = "data/synthetic/captions/dataset_coco.json"  # Karpathy json: prepro input, validation refs
+    prepro_dir: str = "runs/demo/captions"  # vocab.json + labels.h5 (written by captioners.prepro if absent)
+    word_count_threshold: int = 5  # prepro: words seen <= this many times in training captions -> UNK
+    max_length: int = 16  # prepro: captions truncated to this many tokens
+    features: str = "img"  # a name under features_dir (img -> img.h5), or a path to a feats.h5
+    features_dir: str = "runs/demo/features"
+    seq_per_img: int = 5  # captions per image in a batch (sampled with replacement if an image has fewer)
+    in_memory: bool = True  # read the split's features into RAM once; else one HDF5 read per image
+    num_workers: int = 0  # DataLoader processes; each opens its own HDF5 handle once
+
+
+@dataclass
+class CapModelConfig:
+    core: str = "att2all2"  # att2all2 (Rennie et al. 2017) | topdown (Anderson et al. 2018)
+    rnn_size: int = 512  # LSTM hidden units (each LSTM of Top-Down)
+    input_encoding_size: int = 512  # word embedding size
+    att_hid_size: int = 512  # hidden size of the additive attention
+    drop_prob_lm: float = 0.5  # dropout on embeddings and LSTM output
+
+
+@dataclass
+class CapTrainConfig:
+    batch_size: int = 16  # images per batch; each brings seq_per_img captions
+    epochs: int = 20
+    lr: float = 5e-4  # Adam
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    lr_decay_start: int = 0  # epoch at which step decay starts; -1: constant lr
+    lr_decay_every: int = 3  # epochs
+    lr_decay_rate: float = 0.8
+    grad_clip_mode: str = "value"  # value: clamp each gradient entry (self-critical.pytorch) | norm | none
+    grad_clip: float = 0.1
+    ss_start: int = -1  # scheduled sampling: first epoch (-1: off)
+    ss_increase_every: int = 5  # epochs between increases of the sampling probability
+    ss_increase_prob: float = 0.05
+    ss_max_prob: float = 0.25
+    label_smoothing: float = 0.0
+    ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
+    log_every: int = 25  # steps between TensorBoard scalars
+    stop_after_steps: Optional[int] = None  # testing aid: stop abruptly after this step, like a kill
+
+
+@dataclass
+class CapValConfig:
+    split: str = "val"
+    max_images: Optional[int] = None  # first N images of the split (deterministic); None: all
+    beam_size: int = 1  # 1 = greedy (fast); the best checkpoint is chosen by CIDEr-D of these captions
+    batch_size: int = 100
+    every_epochs: int = 1
+
+
+@dataclass
+class CaptionerConfig:
+    name: str = "demo_att2all2"
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    out_dir: str = "runs/demo/captioners/img_att2all2"
+    data: CapDataConfig = field(default_factory=CapDataConfig)
+    model: CapModelConfig = field(default_factory=CapModelConfig)
+    train: CapTrainConfig = field(default_factory=CapTrainConfig)
+    val: CapValConfig = field(default_factory=CapValConfig)
+
+
+CORES = ("att2all2", "topdown")
+CLIP_MODES = ("value", "norm", "none")
+
+
+def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) -> CaptionerConfig:
+    """Load and validate; a bad value is one CapawareError naming the key and the file."""
+    cfg = load_config(path, overrides, schema=CaptionerConfig)
+    where = str(path) if path else "<defaults>"
+
+    def need(ok: bool, key: str, problem: str, fix: str) -> None:
+        if not ok:
+            raise CapawareError(where, f"{key}: {problem}", fix)
+
+    need(cfg.model.core in CORES, "model.core", f"{cfg.model.core!r} is not a known core", f"use one of {CORES}")
+    need(cfg.train.grad_clip_mode in CLIP_MODES, "train.grad_clip_mode", f"{cfg.train.grad_clip_mode!r} unknown",
+         f"use one of {CLIP_MODES}")
+    for key in ("train.batch_size", "train.epochs", "data.seq_per_img", "data.max_length", "model.rnn_size",
+                "model.input_encoding_size", "model.att_hid_size", "val.beam_size", "val.batch_size",
+                "val.every_epochs", "train.ckpt_every", "train.log_every"):
+        section, name = key.split(".")
+        need(cfg[section][name] >= 1, key, f"{cfg[section][name]} must be >= 1", f"set {key} >= 1")
+    need(0.0 <= cfg.model.drop_prob_lm < 1.0, "model.drop_prob_lm", "must be in [0, 1)", "e.g. 0.5")
+    need(0.0 <= cfg.train.label_smoothing < 1.0, "train.label_smoothing", "must be in [0, 1)", "e.g. 0.1")
+    need(len(cfg.train.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
+    return cfg
+
+
+def features_path(data: CapDataConfig) -> Path:
+    """``features: img`` -> features_dir/img.h5; a value ending in .h5 is a path of its own."""
+    if data.features.endswith((".h5", ".hdf5")):
+        return Path(data.features)
+    return Path(data.features_dir) / f"{data.features}.h5"

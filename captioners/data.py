@@ -1,0 +1,207 @@
+"""Features + captions for the captioners: ``feats.h5`` (stage two) joined to ``labels.h5`` (prepro).
+
+The join is by image id (cocoid), never by row order, so a features file may hold more images (all
+splits, or another order) than one split needs; an image of the split without features is an error
+that says how many are missing. The HDF5 file is opened lazily once per process (DataLoader worker)
+and kept open: reopening it per read is what makes self-critical.pytorch's loader slow.
+
+Training order is a permutation seeded by (seed, epoch), and captions per image are chosen by a
+generator seeded by (seed, epoch, image), so a resumed run sees exactly the batches an uninterrupted
+run would, whatever the number of workers.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from captioners.prepro import Labels
+from embedder.errors import CapawareError
+
+EXTRACT_FIX = "rerun python -m feature_extract for this image set (it resumes a half-written file)"
+
+
+@dataclass
+class FeatsInfo:
+    path: Path
+    image_ids: np.ndarray  # [N] int64
+    att_shape: tuple[int, int]  # (H*W, C)
+    fc_dim: int
+    grid: tuple[int, int]  # (H, W) of the attention grid
+    valid: np.ndarray  # [N] bool: False for images the extractor skipped
+
+
+def _grid(attrs, n_regions: int) -> tuple[int, int]:
+    """The att grid: from the file's attributes when given, else the square root of H*W."""
+    for key in ("att_grid", "grid", "att_size"):
+        if key in attrs:
+            g = np.atleast_1d(np.asarray(attrs[key])).astype(int)
+            g = (int(g[0]), int(g[-1]))
+            if g[0] * g[1] == n_regions:
+                return g
+    side = int(round(math.sqrt(n_regions)))
+    return (side, side) if side * side == n_regions else (1, n_regions)
+
+
+def read_feats_info(path: str | Path) -> FeatsInfo:
+    """Check a feats.h5 is complete and well-formed; never use a half-written one."""
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, "features file not found",
+                            "run python -m feature_extract first, or set data.features / --features")
+    try:
+        with h5py.File(path, "r") as f:
+            if not bool(f.attrs.get("complete", False)):
+                raise CapawareError(path, "features file is incomplete (attribute complete is not True)", EXTRACT_FIX)
+            for key in ("att", "fc", "image_id"):
+                if key not in f:
+                    raise CapawareError(path, f"no dataset {key!r} (need att [N, H*W, C], fc [N, C], image_id [N])",
+                                        EXTRACT_FIX)
+            att, fc, ids = f["att"], f["fc"], f["image_id"][:].astype(np.int64)
+            n = len(ids)
+            if att.ndim != 3 or fc.ndim != 2 or att.shape[0] != n or fc.shape[0] != n:
+                raise CapawareError(path, f"inconsistent shapes att {att.shape}, fc {fc.shape}, image_id ({n},)",
+                                    EXTRACT_FIX)
+            valid = ~f["skipped"][:].astype(bool) if "skipped" in f else np.ones(n, bool)
+            info = FeatsInfo(path, ids, (att.shape[1], att.shape[2]), fc.shape[1], _grid(f.attrs, att.shape[1]),
+                             valid)
+    except OSError as err:
+        raise CapawareError(path, f"not a readable HDF5 file ({err})", EXTRACT_FIX) from None
+    if len(np.unique(ids)) != len(ids):
+        raise CapawareError(path, "image_id has duplicates", EXTRACT_FIX)
+    return info
+
+
+class CaptionDataset(Dataset):
+    """Images of one split: features (+ their captions when ``labels`` is given).
+
+    An item key is an index, or ``(epoch, index)`` from :class:`EpochBatches` (epoch picks which
+    captions an image with more or fewer than ``seq_per_img`` gets). ``labels=None`` serves every
+    image of the features file (decoding a user's own images); then ``split`` must be ``all``.
+    """
+
+    def __init__(self, feats_path: str | Path, labels: Labels | None, split: str = "train", seq_per_img: int = 5,
+                 in_memory: bool = False, seed: int = 0, max_images: int | None = None):
+        self.info = info = read_feats_info(feats_path)
+        self.labels, self.seq_per_img, self.seed = labels, seq_per_img, seed
+        if labels is None:
+            if split != "all":
+                raise CapawareError(feats_path, f"split {split!r} needs a labels.h5", "give labels, or split 'all'")
+            self.label_ix = None
+            self.rows = np.flatnonzero(info.valid)
+            self.image_ids = info.image_ids[self.rows]
+        else:
+            sel = np.arange(len(labels.image_ids)) if split == "all" else np.flatnonzero(labels.splits == split)
+            if len(sel) == 0:
+                raise CapawareError(labels.path, f"no images in split {split!r}",
+                                    "splits are train (with restval), val, test")
+            sel = sel[:max_images] if max_images else sel
+            row_of = {int(i): r for r, i in enumerate(info.image_ids) if info.valid[r]}
+            ids = labels.image_ids[sel]
+            missing = [int(i) for i in ids if int(i) not in row_of]
+            if missing:
+                raise CapawareError(info.path, f"{len(missing)} of {len(ids)} {split} images of {labels.path} have "
+                                    f"no features (image ids {missing[:5]}{' ...' if len(missing) > 5 else ''})",
+                                    "extract features from the same Karpathy json the labels came from, "
+                                    "or point data.features at the right file")
+            self.label_ix = sel
+            self.rows = np.array([row_of[int(i)] for i in ids], dtype=np.int64)
+            self.image_ids = ids.astype(np.int64)
+        self._file, self._pid = None, None
+        self._att = self._fc = None
+        if in_memory:
+            self._att, self._fc = self._read_all()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getstate__(self):
+        """Workers get no open handle: each opens its own (h5py handles do not survive fork/pickle)."""
+        state = dict(self.__dict__)
+        state["_file"], state["_pid"] = None, None
+        return state
+
+    def _h5(self) -> h5py.File:
+        if self._file is None or self._pid != os.getpid():
+            self._file, self._pid = h5py.File(self.info.path, "r"), os.getpid()
+        return self._file
+
+    def _read_all(self) -> tuple[np.ndarray, np.ndarray]:
+        uniq, inverse = np.unique(self.rows, return_inverse=True)
+        lo, hi = int(uniq[0]), int(uniq[-1]) + 1
+        with h5py.File(self.info.path, "r") as f:
+            if hi - lo <= 2 * len(uniq):  # splits are usually contiguous blocks: one slice read
+                att, fc = f["att"][lo:hi][uniq - lo], f["fc"][lo:hi][uniq - lo]
+            else:
+                att = np.stack([f["att"][r] for r in uniq])
+                fc = np.stack([f["fc"][r] for r in uniq])
+        return att[inverse], fc[inverse]
+
+    def features(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._att is not None:
+            return self._att[i], self._fc[i]
+        f, r = self._h5(), int(self.rows[i])
+        return f["att"][r], f["fc"][r]
+
+    def captions(self, i: int, epoch: int = 0) -> np.ndarray:
+        """[seq_per_img, T] word ids; an image with another count is sampled (seeded by seed, epoch, i)."""
+        caps = self.labels.captions_of(int(self.label_ix[i]))
+        k = self.seq_per_img
+        if len(caps) == k:
+            return caps
+        rng = np.random.default_rng([self.seed, epoch, int(self.label_ix[i])])
+        pick = rng.choice(len(caps), size=k, replace=len(caps) < k)
+        return caps[np.sort(pick)] if len(caps) > k else caps[pick]
+
+    def __getitem__(self, key):
+        epoch, i = key if isinstance(key, tuple) else (0, key)
+        att, fc = self.features(i)
+        item = {"att": att, "fc": fc, "image_id": int(self.image_ids[i]), "index": i}
+        if self.labels is not None:
+            item["labels"] = self.captions(i, epoch)
+        return item
+
+
+def collate(items: list[dict]) -> dict:
+    out = {"att": torch.from_numpy(np.stack([it["att"] for it in items])).float(),
+           "fc": torch.from_numpy(np.stack([it["fc"] for it in items])).float(),
+           "image_id": torch.tensor([it["image_id"] for it in items], dtype=torch.int64),
+           "index": torch.tensor([it["index"] for it in items], dtype=torch.int64)}
+    if "labels" in items[0]:
+        out["labels"] = torch.from_numpy(np.stack([it["labels"] for it in items]).astype(np.int64))
+    return out
+
+
+class EpochBatches:
+    """The batches of one epoch: a permutation seeded by (seed, epoch), from batch ``start`` on (resume)."""
+
+    def __init__(self, n: int, batch_size: int, seed: int, epoch: int, start: int = 0):
+        self.n, self.batch_size, self.epoch, self.start = n, batch_size, epoch, start
+        self.order = np.random.default_rng([seed, epoch]).permutation(n)
+
+    def __len__(self) -> int:
+        return steps_per_epoch(self.n, self.batch_size) - self.start
+
+    def __iter__(self):
+        for b in range(self.start, steps_per_epoch(self.n, self.batch_size)):
+            yield [(self.epoch, int(i)) for i in self.order[b * self.batch_size:(b + 1) * self.batch_size]]
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    return math.ceil(n / batch_size)
+
+
+def loader(dataset: CaptionDataset, batches, num_workers: int = 0) -> DataLoader:
+    """A DataLoader over given batches; its own generator keeps the global torch RNG untouched."""
+    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers,
+                      generator=torch.Generator().manual_seed(0), persistent_workers=False)
+
+
+def eval_batches(n: int, batch_size: int) -> list[list[int]]:
+    return [list(range(s, min(s + batch_size, n))) for s in range(0, n, batch_size)]

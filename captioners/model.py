@@ -1,0 +1,111 @@
+"""The captioner: word embedding + attention-feature embedding + fc embedding + core + logit layer.
+
+Word id 0 is both the start input (BOS) and the end/pad output (EOS), as in self-critical.pytorch, so
+the vocabulary layer has V + 1 entries. Decoders only use ``encode``, ``init_state`` and ``step``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from captioners.cores import CORES
+
+
+@dataclass
+class Encoded:
+    """Per-image tensors computed once, then reused at every step (batch dimension first)."""
+    fc: torch.Tensor | None  # [N, H] (cores that read the global feature)
+    att: torch.Tensor  # [N, L, H]
+    p_att: torch.Tensor  # [N, L, A]: the attention's projection of att
+
+    def index(self, idx: torch.Tensor) -> "Encoded":
+        return Encoded(None if self.fc is None else self.fc[idx], self.att[idx], self.p_att[idx])
+
+    def repeat(self, k: int) -> "Encoded":
+        """Each image k times in a row (its k captions, or its k beams)."""
+        if k == 1:
+            return self
+        rep = lambda x: None if x is None else x.repeat_interleave(k, dim=0)  # noqa: E731
+        return Encoded(rep(self.fc), rep(self.att), rep(self.p_att))
+
+
+class Captioner(nn.Module):
+    def __init__(self, core: str, vocab_size: int, fc_feat_size: int, att_feat_size: int,
+                 input_encoding_size: int = 512, rnn_size: int = 512, att_hid_size: int = 512,
+                 drop_prob_lm: float = 0.5):
+        super().__init__()
+        self.args = dict(core=core, vocab_size=vocab_size, fc_feat_size=fc_feat_size, att_feat_size=att_feat_size,
+                         input_encoding_size=input_encoding_size, rnn_size=rnn_size, att_hid_size=att_hid_size,
+                         drop_prob_lm=drop_prob_lm)
+        self.vocab_size, self.rnn_size = vocab_size, rnn_size
+        self.core = CORES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm)
+        self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
+        self.fc_embed = (nn.Sequential(nn.Linear(fc_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
+                         if self.core.uses_fc else None)
+        self.att_embed = nn.Sequential(nn.Linear(att_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
+        self.ctx2att = nn.Linear(rnn_size, att_hid_size)
+        self.logit = nn.Linear(rnn_size, vocab_size + 1)
+
+    def encode(self, fc: torch.Tensor, att: torch.Tensor) -> Encoded:
+        att = self.att_embed(att)
+        return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att, self.ctx2att(att))
+
+    def init_state(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = self.logit.weight
+        zeros = weight.new_zeros(self.core.layers, n, self.rnn_size)
+        return zeros, zeros.clone()
+
+    def step(self, words: torch.Tensor, enc: Encoded, state):
+        """One word in for every row -> (log-probabilities [N, V+1], new state, attention [N, L])."""
+        out, state, alpha = self.core(self.embed(words), enc.fc, enc.att, enc.p_att, state)
+        return F.log_softmax(self.logit(out), dim=-1), state, alpha
+
+    def forward(self, fc: torch.Tensor, att: torch.Tensor, seq: torch.Tensor, ss_prob: float = 0.0) -> torch.Tensor:
+        """Teacher forcing. ``seq`` [B, K, T] (K captions per image) -> log-probs [B*K, T+1, V+1].
+
+        Step t reads word t-1 (BOS at t=0) and predicts word t (EOS = 0 after the last). With scheduled
+        sampling, a fraction ``ss_prob`` of the inputs is instead drawn from the model's own previous
+        prediction. Steps after every caption has ended are skipped (left zero; the loss masks them).
+        """
+        B, K, T = seq.shape
+        seq = seq.reshape(B * K, T)
+        enc = self.encode(fc, att).repeat(K)
+        state = self.init_state(B * K)
+        outs: list[torch.Tensor] = []
+        words = seq.new_zeros(B * K)
+        for t in range(T + 1):
+            if t > 0:
+                if not seq[:, t - 1].any():
+                    break
+                words = seq[:, t - 1].clone()
+                if ss_prob > 0.0:
+                    swap = torch.rand(B * K, device=seq.device) < ss_prob
+                    if swap.any():
+                        words[swap] = torch.multinomial(outs[-1][swap].detach().exp(), 1).squeeze(1)
+            logp, state, _ = self.step(words, enc, state)
+            outs.append(logp)
+        out = torch.stack(outs, dim=1)
+        return F.pad(out, (0, 0, 0, T + 1 - out.size(1)))
+
+
+def caption_mask(seq: torch.Tensor) -> torch.Tensor:
+    """[N, T] word ids -> [N, T+1] bool: the words and the one EOS after them."""
+    lengths = (seq > 0).sum(1, keepdim=True)
+    return torch.arange(seq.size(1) + 1, device=seq.device).unsqueeze(0) <= lengths
+
+
+def xe_loss(logprobs: torch.Tensor, seq: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Masked cross-entropy per word (mean over words), optionally label-smoothed over the vocabulary."""
+    target = torch.cat([seq, seq.new_zeros(seq.size(0), 1)], dim=1)
+    mask = caption_mask(seq).to(logprobs.dtype)
+    nll = -logprobs.gather(2, target.unsqueeze(-1)).squeeze(-1)
+    if label_smoothing > 0.0:
+        nll = (1.0 - label_smoothing) * nll - label_smoothing * logprobs.mean(-1)
+    return (nll * mask).sum() / mask.sum()
+
+
+def build_captioner(args: dict) -> Captioner:
+    return Captioner(**args)

@@ -1,0 +1,96 @@
+"""Check a features file before a long stage-three run trusts it.
+
+``python -m feature_extract.verify FILE [--images dataset_coco.json]``: structure (datasets, shapes,
+dtype, complete flag), no NaN/Inf (scanned in blocks, so memory stays flat), and with ``--images``
+that the ids are the json's, in order. Prints one line per problem and exits 1; "ok: ..." and 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from embedder.errors import CapawareError
+from feature_extract.backbone import label_of
+from feature_extract.h5io import _first, check_structure, read_attrs
+
+
+def scan_finite(dset: h5py.Dataset, block: int = 256) -> list[int]:
+    """Rows holding NaN or Inf (skipped rows are zeros, so they are checked too)."""
+    bad = []
+    for lo in range(0, dset.shape[0], block):
+        rows = dset[lo:lo + block]
+        flat = rows.reshape(len(rows), -1)
+        bad.extend(lo + np.flatnonzero(~np.isfinite(flat).all(1)))
+    return [int(i) for i in bad]
+
+
+def expected_ids(json_path: str, image_root: str | None, splits: list[str]) -> np.ndarray:
+    from embedder.readers.karpathy import read_karpathy
+
+    records = read_karpathy(json_path, image_root)
+    keep = np.isin(records.splits, splits) if splits else np.ones(len(records), bool)
+    return records.image_ids[keep]
+
+
+def verify(path: str | Path, images: str | None = None) -> list[str]:
+    """Problems found in the file, as one-line strings (empty: the file is good)."""
+    path = Path(path)
+    if not path.is_file():
+        return ["file not found"]
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        return [f"not a readable HDF5 file, truncated or damaged ({_first(err)})"]
+    with f:
+        try:
+            problems = check_structure(f)
+            if any(p.startswith(("not a capaware", "missing dataset")) for p in problems):
+                return problems
+            attrs = read_attrs(f)
+            n_done = int(attrs.get("n_done", 0))
+            for name in ("att", "fc"):
+                bad = [i for i in scan_finite(f[name]) if i < n_done]
+                if bad:
+                    problems.append(f"{name} has NaN/Inf in {len(bad)} row(s), first row {bad[0]}")
+            if images:
+                want = expected_ids(images, None, json.loads(attrs.get("splits", "[]")))
+                have = f["image_id"][()]
+                if len(want) != len(have):
+                    problems.append(f"{len(have)} image ids, {images} lists {len(want)}")
+                elif not np.array_equal(want, have):
+                    first = int(np.flatnonzero(want != have)[0])
+                    problems.append(f"image_id differs from {images} at row {first} "
+                                    f"(file {have[first]}, json {want[first]})")
+        except OSError as err:  # a chunk past the end of a truncated file
+            problems = [f"unreadable data, truncated or damaged ({_first(err)})"]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("--images", help="Karpathy json whose ids (in the file's splits) must match")
+    args = parser.parse_args(argv)
+    try:
+        problems = verify(args.file, args.images)
+    except CapawareError as err:  # e.g. an unreadable --images json
+        problems = [str(err)]
+    if problems:
+        for problem in problems:
+            print(f"{args.file}: {problem}", file=sys.stderr)
+        raise SystemExit(1)
+    with h5py.File(args.file, "r") as f:
+        a = read_attrs(f)
+        n_skipped = int(f["skipped"][()].sum()) if "skipped" in f else 0
+        att = f["att"]
+        print(f"ok: {args.file}: {att.shape[0]} images ({n_skipped} skipped), att {list(att.shape)} {att.dtype}, "
+              f"{a['backbone']} {a['arch']} ({a['checkpoint_sha256'][:23]}) -> {label_of(a['backbone'])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""Stage two (feature_extract): values, resume after a kill, bad images, damaged files, mismatches.
+
+Tiny on purpose: resnet18 on 64-pixel inputs (a native 2 x 2 layer4 grid), 8 random-noise images,
+checkpoints built from a fresh Embedder (no training needed).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from embedder.checkpoint import file_sha256, save_checkpoint
+from embedder.errors import CapawareError, run_cli
+from embedder.model import Embedder
+from feature_extract import dump as dump_mod
+from feature_extract.config import load_features_config
+from feature_extract.h5io import open_features, feature_label
+from feature_extract.verify import main as verify_main, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+N = 8
+
+
+# ------------------------------------------------------------------------------ fixture helpers
+
+
+def write_image_set(folder: Path, n: int = N, corrupt: tuple[int, ...] = ()) -> Path:
+    """Karpathy json + n random-noise PNGs of varied sizes/aspects; entries in ``corrupt`` get
+    random bytes instead. Ids are 100 + i so they differ from row numbers."""
+    rng = np.random.default_rng(0)
+    images = []
+    for i in range(n):
+        name = f"img_{i:03d}.png"
+        path = folder / "images" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if i in corrupt:
+            path.write_bytes(rng.integers(0, 256, 300, dtype=np.uint8).tobytes())
+        else:
+            h, w = (40, 56) if i % 2 else (60, 48)
+            Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(path)
+        images.append({"filepath": "images", "filename": name, "imgid": i, "cocoid": 100 + i,
+                       "split": ("train", "val", "test")[i % 3],
+                       "sentences": [{"tokens": ["a", "thing"], "raw": "a thing", "sentid": i}]})
+    path = folder / "dataset_coco.json"
+    path.write_text(json.dumps({"images": images, "dataset": "coco"}))
+    return path
+
+
+def write_checkpoint(path: Path, arch: str = "resnet18", seed: int = 0, **extra) -> Path:
+    torch.manual_seed(seed)
+    model = Embedder(arch, 8)
+    # Fresh BN statistics are 0/1: perturb them so eval-mode BN is really exercised.
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    save_checkpoint({"model": model.state_dict(), "arch": extra.pop("claimed_arch", arch), "embed_dim": 8,
+                     **extra}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("features")
+    return {"json": write_image_set(root / "data"),
+            "img": write_checkpoint(root / "img.pt", kind="class-pretrained", normalised=False),
+            "cap": write_checkpoint(root / "cap.pt", seed=1, method="L(Log-ratio)+M(Dense)", normalised=False),
+            "root": root}
+
+
+def overrides(world, out: Path, backbone: str = "img", **kw) -> list[str]:
+    base = {"backbone.checkpoint": world[backbone], "images.karpathy": world["json"], "out": out,
+            "input.size": 64, "att_size": 2, "batch_size": 3, "num_workers": 0, "dtype": "float32"}
+    base.update(kw)
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+def run_dump(world, out: Path, backbone: str = "img", force: bool = False, **kw) -> dict:
+    cfg = load_features_config(None, overrides(world, out, backbone, **kw))
+    return dump_mod.dump(cfg, "test", force=force, progress=False)
+
+
+def cli(args, capsys) -> tuple[int, str]:
+    """Run ``python -m feature_extract`` in-process (same code path as the CLI); (exit code, stderr)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(lambda: dump_mod.main(list(args)))
+        raise SystemExit(0)
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def one_line_error(code, err, *needles):
+    assert code == 2
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def reference(ckpt: Path, paths, policy: str, size: int, att_size: int):
+    """Direct forward, written independently: PIL resize, ImageNet normalisation, layer4, pooling."""
+    model = Embedder("resnet18", 8)
+    model.load_state_dict(torch.load(ckpt, weights_only=True)["model"])
+    model.eval()
+    atts, fcs = [], []
+    for p in paths:
+        img = Image.open(p).convert("RGB")
+        if policy == "square":
+            img = img.resize((size, size), Image.BILINEAR)
+        else:
+            w, h = img.size
+            s = size / min(w, h)
+            img = img.resize((round(w * s), round(h * s)), Image.BILINEAR)
+        x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 255).permute(2, 0, 1)[None]
+        with torch.no_grad():
+            fmap = model.features((x - MEAN) / STD)[0]  # [C, h, w]
+        pooled = F.adaptive_avg_pool2d(fmap, att_size)  # [C, a, a]
+        atts.append(pooled.permute(1, 2, 0).reshape(att_size * att_size, -1).numpy())
+        fcs.append(fmap.mean((1, 2)).numpy())
+    return np.stack(atts), np.stack(fcs)
+
+
+def image_paths(world):
+    doc = json.loads(world["json"].read_text())
+    return [world["json"].parent / e["filepath"] / e["filename"] for e in doc["images"]]
+
+
+# ------------------------------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize("policy", ["square", "short_side"])
+def test_att_and_fc_equal_a_direct_forward(world, tmp_path, policy):
+    out = tmp_path / "f.h5"
+    run_dump(world, out, **{"input.policy": policy})
+    att_ref, fc_ref = reference(world["img"], image_paths(world), policy, 64, 2)
+    with open_features(out) as feats:
+        att, fc = feats.att[()], feats.fc[()]
+        assert att.shape == (N, 4, 512) and fc.shape == (N, 512) and att.dtype == np.float32
+        assert feats.image_id.tolist() == [100 + i for i in range(N)]
+        assert not feats.skipped.any() and feats.label == "Img"
+        assert feats.attrs["input_policy"] == policy and feats.attrs["att_size"] == 2
+    np.testing.assert_allclose(att, att_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fc, fc_ref, rtol=1e-4, atol=1e-5)
+    if policy == "square":  # native 2 x 2 grid: fc is the mean of att over the grid
+        np.testing.assert_allclose(fc, att.mean(1), rtol=1e-5, atol=1e-6)
+    assert verify(out, str(world["json"])) == []
+
+
+def test_float16_storage_and_workers_match_float32(world, tmp_path):
+    """float16 + compression + a DataLoader worker: the same numbers up to float16 rounding."""
+    run_dump(world, tmp_path / "a.h5")
+    run_dump(world, tmp_path / "b.h5", dtype="float16", compression="gzip", num_workers=1, batch_size=5)
+    with open_features(tmp_path / "a.h5") as a, open_features(tmp_path / "b.h5") as b:
+        assert b.att.dtype == np.float16 and b.att.chunks == (1, 4, 512) and b.att.compression == "gzip"
+        np.testing.assert_allclose(b.att[()].astype(np.float32), a.att[()], rtol=2e-3, atol=1e-3)
+        np.testing.assert_allclose(b.fc[()].astype(np.float32), a.fc[()], rtol=2e-3, atol=1e-3)
+
+
+# ------------------------------------------------------------------------------------- resume
+
+
+def subprocess_dump(world, out, *extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo_features_img.yaml"),
+           *overrides(world, out, num_workers=1, batch_size=2), *extra]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_killed_dump_resumes_to_the_uninterrupted_file(world, tmp_path):
+    full = subprocess_dump(world, tmp_path / "full.h5")
+    assert full.returncode == 0, full.stderr
+    killed = subprocess_dump(world, tmp_path / "killed.h5", "stop_after_batches=1")
+    assert killed.returncode == 3  # died mid-run, like a kill: batch 1's rows written, not counted
+    with h5py.File(tmp_path / "killed.h5", "r") as f:
+        assert f.attrs["n_done"] == 2 and not f.attrs["complete"]
+    with pytest.raises(CapawareError, match="incomplete"):
+        open_features(tmp_path / "killed.h5")
+    assert any("incomplete" in p for p in verify(tmp_path / "killed.h5"))
+    resumed = subprocess_dump(world, tmp_path / "killed.h5")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed" in resumed.stdout
+    with h5py.File(tmp_path / "full.h5", "r") as a, h5py.File(tmp_path / "killed.h5", "r") as b:
+        assert set(a) == set(b)
+        for name in a:
+            assert np.array_equal(a[name][()], b[name][()]), name
+        assert {k: v for k, v in a.attrs.items() if k != "command"} == \
+               {k: v for k, v in b.attrs.items() if k != "command"}
+    again = subprocess_dump(world, tmp_path / "killed.h5")
+    assert again.returncode == 0 and "already complete" in again.stdout
+
+
+def test_file_from_another_backbone_is_refused_on_resume(world, tmp_path, capsys):
+    out = tmp_path / "f.h5"
+    run_dump(world, out)
+    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+                     *overrides(world, out, backbone="cap")], capsys)
+    one_line_error(code, err, str(out), "another backbone", "--force")
+    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+                     *overrides(world, out, att_size=1)], capsys)
+    one_line_error(code, err, "another config", "att_size")
+    run_dump(world, out, backbone="cap", force=True)
+    assert feature_label(out) == "Cap"
+    with open_features(out) as feats:
+        assert feats.attrs["backbone"] == "metric-learning"
+        assert feats.attrs["backbone_method"] == "L(Log-ratio)+M(Dense)"
+        assert feats.attrs["checkpoint_sha256"] == file_sha256(world["cap"])
+
+
+# ------------------------------------------------------------------------------- bad inputs
+
+
+def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
+    data = write_image_set(tmp_path / "data", n=5, corrupt=(3,))
+    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+            *overrides(world, tmp_path / "f.h5", **{"images.karpathy": data})]
+    code, err = cli(args, capsys)
+    one_line_error(code, err, "img_003.png", "cannot decode", "--skip-bad")
+    code, err = cli(args + ["--skip-bad"], capsys)
+    assert code == 0, err
+    with open_features(tmp_path / "f.h5") as feats:
+        assert feats.skipped.tolist() == [False, False, False, True, False]
+        assert feats.attrs["n_skipped"] == 1
+        att = feats.att[()]
+    assert not att[3].any() and all(att[i].any() for i in (0, 1, 2, 4))
+    assert verify(tmp_path / "f.h5", str(data)) == []
+
+
+def test_truncated_or_incomplete_file_is_refused(world, tmp_path, capsys):
+    out = tmp_path / "f.h5"
+    run_dump(world, out)
+    bad = tmp_path / "truncated.h5"
+    shutil.copy(out, bad)
+    with open(bad, "r+b") as handle:
+        handle.truncate(bad.stat().st_size // 2)
+    with pytest.raises(CapawareError, match="truncated"):
+        open_features(bad)
+    with pytest.raises(SystemExit) as exit_info:
+        verify_main([str(bad)])
+    assert exit_info.value.code == 1 and "truncated" in capsys.readouterr().err
+    unfinished = tmp_path / "unfinished.h5"
+    shutil.copy(out, unfinished)
+    with h5py.File(unfinished, "r+") as f:
+        f.attrs["complete"] = False
+    with pytest.raises(CapawareError, match="incomplete"):
+        open_features(unfinished)
+    with pytest.raises(SystemExit):
+        verify_main([str(unfinished)])
+    assert "incomplete" in capsys.readouterr().err
+
+
+def test_verify_reports_each_problem(world, tmp_path, capsys):
+    out = tmp_path / "f.h5"
+    run_dump(world, out)
+    verify_main([str(out), "--images", str(world["json"])])
+    assert capsys.readouterr().out.startswith("ok:")
+    other = write_image_set(tmp_path / "other", n=N - 1)
+    with h5py.File(out, "r+") as f:
+        f["fc"][2, 5] = np.nan
+    with pytest.raises(SystemExit) as exit_info:
+        verify_main([str(out), "--images", str(other)])
+    err = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 1 and len(err) == 2
+    assert "NaN/Inf" in err[0] and "row 2" in err[0] and "image ids" in err[1]
+
+
+def test_checkpoint_architecture_mismatch_is_a_clear_error(world, tmp_path, capsys):
+    args = ["--config", str(ROOT / "configs/demo_features_img.yaml")]
+    code, err = cli(args + overrides(world, tmp_path / "a.h5", **{"backbone.arch": "resnet34"}), capsys)
+    one_line_error(code, err, "checkpoint is a resnet18", "resnet34")
+    lying = write_checkpoint(tmp_path / "lying.pt", claimed_arch="resnet34")
+    code, err = cli(args + overrides(world, tmp_path / "b.h5", **{"backbone.checkpoint": lying}), capsys)
+    one_line_error(code, err, "lying.pt", "do not fit a resnet34 trunk")
+    code, err = cli(args + overrides(world, tmp_path / "c.h5", atts_size=3), capsys)
+    one_line_error(code, err, "atts_size")
+    assert not any((tmp_path / n).exists() for n in ("a.h5", "b.h5", "c.h5"))
+
+
+def test_imagenet_backbone_reads_local_weights_only(world, tmp_path, capsys, monkeypatch):
+    import torchvision
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+            *overrides(world, tmp_path / "f.h5", **{"backbone.checkpoint": "imagenet", "backbone.arch": "resnet18"})]
+    code, err = cli(args, capsys)
+    one_line_error(code, err, "resnet18-f37072fd.pth", "never downloads")
+    weights = tmp_path / "resnet18-f37072fd.pth"
+    torch.save(torchvision.models.resnet18().state_dict(), weights)
+    code, err = cli(args + [f"backbone.weights={weights}"], capsys)
+    assert code == 0, err
+    with open_features(tmp_path / "f.h5") as feats:
+        assert feats.attrs["checkpoint_sha256"] == "imagenet:resnet18-f37072fd.pth"
+        assert feats.attrs["backbone"] == "imagenet" and feats.label == "Img"
+
+
+def test_folder_source_takes_ids_from_file_names(tmp_path, world):
+    write_image_set(tmp_path / "data", n=3)
+    run_dump(world, tmp_path / "f.h5", **{"images.karpathy": "", "images.folder": tmp_path / "data" / "images"})
+    with open_features(tmp_path / "f.h5") as feats:
+        assert feats.image_id.tolist() == [0, 1, 2]
+        assert feats.h5["image_file"].asstr()[()].tolist() == ["img_000.png", "img_001.png", "img_002.png"]
