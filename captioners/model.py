@@ -109,3 +109,17 @@ def xe_loss(logprobs: torch.Tensor, seq: torch.Tensor, label_smoothing: float = 
 
 def build_captioner(args: dict) -> Captioner:
     return Captioner(**args)
+
+
+def load_captioner(path, device: torch.device | str = "cpu") -> tuple[Captioner, dict]:
+    """A trained captioner from ``best.pt`` (or ``last.pt``), in eval mode, and the checkpoint dict."""
+    from embedder.checkpoint import load_checkpoint
+    from embedder.errors import CapawareError
+
+    ckpt = load_checkpoint(path)
+    if "model_args" not in ckpt or "model" not in ckpt:
+        raise CapawareError(path, "not a captioner checkpoint (no model_args)",
+                            "pass the best.pt written by python -m captioners.train")
+    model = build_captioner(dict(ckpt["model_args"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device).eval(), ckpt
