@@ -56,7 +56,7 @@ class CapTrainConfig:
     label_smoothing: float = 0.0
     ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = 25  # steps between TensorBoard scalars
-    stop_after_steps: Optional[int] = None  # testing aid: stop abruptly after this step, like a kill
+    stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
 
 
 @dataclass

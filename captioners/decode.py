@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
                                 a.beam_size, a.temperature, generator, keep_attention=bool(a.attention),
                                 progress=not a.no_progress)
     results = [{"image_id": int(i), "caption": preds[int(i)]} for i in dataset.image_ids]
-    write_text(a.out, json.dumps(results, indent=0))
+    write_text(a.out, "[\n" + ",\n".join(json.dumps(r) for r in results) + "\n]\n")  # one caption per line
     command = " ".join(shlex.quote(x) for x in ["python", "-m", "captioners.decode", *(argv or sys.argv[1:])])
     meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": ckpt.get("config_hash"),
             "split": split, "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,

@@ -1,7 +1,9 @@
 """The captioner: word embedding + attention-feature embedding + fc embedding + core + logit layer.
 
 Word id 0 is both the start input (BOS) and the end/pad output (EOS), as in self-critical.pytorch, so
-the vocabulary layer has V + 1 entries. Decoders only use ``encode``, ``init_state`` and ``step``.
+the vocabulary layer has V + 1 entries. Decoders only use ``encode``, ``init_state`` and ``step``. The
+fc embedding exists only for cores that read the global feature (Top-Down); Att2all2, as in Rennie et
+al., sees the image through attention alone, and an unused layer would only sit in the checkpoint.
 """
 from __future__ import annotations
 

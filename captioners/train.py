@@ -54,6 +54,10 @@ def ensure_prepro(data) -> tuple[Path, Path]:
         summary = prepro(data.json, out, data.word_count_threshold, data.max_length)
         print(f"prepro: {summary['vocab_size']} words, {summary['captions']} captions -> {out}")
     meta = json.loads(vocab.read_text())
+    source = meta.get("source")
+    if source and data.json and Path(data.json).is_file() and Path(source) != Path(data.json).resolve():
+        raise CapawareError(vocab, f"made from {source}, but data.json is {data.json}",
+                            f"delete {out} (it is rewritten) or point data.prepro_dir elsewhere")
     if (meta.get("word_count_threshold"), meta.get("max_length")) != (data.word_count_threshold, data.max_length):
         raise CapawareError(vocab, f"written with threshold {meta.get('word_count_threshold')}, max_length "
                             f"{meta.get('max_length')}; the config asks {data.word_count_threshold}, {data.max_length}",
@@ -112,6 +116,8 @@ def run_fingerprint(cfg) -> str:
     for key in ("out_dir", "name", "device"):
         c.pop(key)
     c["data"].pop("num_workers")
+    c["data"].pop("in_memory")
+    c["val"].pop("batch_size")
     return config_hash(OmegaConf.create(c))
 
 
@@ -212,8 +218,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
             if step % t.ckpt_every == 0:
                 checkpoint(done=False)
             if t.stop_after_steps is not None and step >= t.stop_after_steps:
-                checkpoint(done=False)
-                raise StopRequested(step)
+                raise StopRequested(step)  # like a kill: what came after the last checkpoint is lost
         epoch += 1
         if epoch % cfg.val.every_epochs == 0 or step == total:
             preds, _ = generate(model, val_set, vocab, device, cfg.val.batch_size, labels.max_length,

@@ -134,7 +134,8 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     dtype = np.dtype(cfg.dtype)
     t0 = time.perf_counter()
     batches = iter(loader)  # workers fork before the file is opened: they must never hold its handle
-    bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress)
+    bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress,
+               leave=False)
     with h5py.File(out, "r+") as f:
         for b, items in enumerate(batches):
             lo, hi = items[0][0], items[-1][0] + 1

@@ -57,9 +57,12 @@ def verify(path: str | Path, images: str | None = None) -> list[str]:
                 bad = [i for i in scan_finite(f[name]) if i < n_done]
                 if bad:
                     problems.append(f"{name} has NaN/Inf in {len(bad)} row(s), first row {bad[0]}")
+            ids = f["image_id"][()]
+            if len(np.unique(ids)) != len(ids):
+                problems.append(f"image_id has {len(ids) - len(np.unique(ids))} duplicate(s)")
             if images:
                 want = expected_ids(images, None, json.loads(attrs.get("splits", "[]")))
-                have = f["image_id"][()]
+                have = ids
                 if len(want) != len(have):
                     problems.append(f"{len(have)} image ids, {images} lists {len(want)}")
                 elif not np.array_equal(want, have):

@@ -69,6 +69,15 @@ def write_checkpoint(path: Path, arch: str = "resnet18", seed: int = 0, **extra)
     return path
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny convolutions gain nothing from 2 threads and lose a lot when the cores are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("features")
@@ -307,3 +316,10 @@ def test_folder_source_takes_ids_from_file_names(tmp_path, world):
     with open_features(tmp_path / "f.h5") as feats:
         assert feats.image_id.tolist() == [0, 1, 2]
         assert feats.h5["image_file"].asstr()[()].tolist() == ["img_000.png", "img_001.png", "img_002.png"]
+
+
+@pytest.mark.parametrize("name", ["demo_features_img", "demo_features_cap", "coco_features_imagenet",
+                                  "coco_features_cap"])
+def test_shipped_feature_configs_load(name):
+    cfg = load_features_config(ROOT / "configs" / f"{name}.yaml")
+    assert cfg.input.policy == "square" and cfg.input.size // 32 == cfg.att_size

@@ -1,0 +1,120 @@
+"""Where the captioner looked, per word (the paper's Fig. 16):
+``python -m eval.attention_maps --attention att.h5 --refs dataset_coco.json --out DIR [--image-ids ID ...]``.
+
+Reads the attention file written by ``captioners.decode --attention`` (image_id, seq, alpha [N, T, H*W],
+caption; attrs grid_h, grid_w) and the Karpathy json for the image files. Writes one PNG per image,
+``DIR/attention_<image_id>.png``: the image with its caption, then one panel per word with that word's
+attention (reshaped to the H x W grid, upsampled bilinearly to the image) over the image. Each panel
+is scaled to its own maximum, as in Fig. 16, so the pattern is visible even where attention is flat;
+the maximum weight is printed under the word to keep that honest.
+
+The features are assumed to cover the whole image (square resize; a centre crop would shift the map).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import h5py
+import numpy as np
+from PIL import Image
+
+from embedder.errors import CapawareError, run_cli
+
+
+def read_attention(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, "attention file not found",
+                            "write it with python -m captioners.decode ... --attention FILE.h5")
+    with h5py.File(path, "r") as f:
+        missing = [k for k in ("image_id", "alpha", "caption") if k not in f]
+        if missing:
+            raise CapawareError(path, f"no dataset(s) {missing}", "rewrite it with captioners.decode --attention")
+        return {"image_id": f["image_id"][:].astype(np.int64), "alpha": f["alpha"][:].astype(np.float32),
+                "caption": [c.decode() if isinstance(c, bytes) else str(c) for c in f["caption"][:]],
+                "grid": (int(f.attrs["grid_h"]), int(f.attrs["grid_w"]))}
+
+
+def image_paths(refs: str | Path, image_root: str | Path | None = None) -> dict[int, Path]:
+    refs = Path(refs)
+    try:
+        data = json.loads(refs.read_text())
+        root = Path(image_root) if image_root else refs.parent
+        return {int(im["cocoid"] if "cocoid" in im else im["imgid"]): root / im.get("filepath", "") / im["filename"]
+                for im in data["images"]}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise CapawareError(refs, f"not a readable Karpathy json ({type(err).__name__})",
+                            "give the dataset_*.json the captions were made for") from None
+
+
+def plot_attention(image: Image.Image, words: list[str], alpha: np.ndarray, grid: tuple[int, int], out: Path,
+                   title: str = "", cols: int = 5) -> Path:
+    """One PNG: the image, then one heat-map panel per word. ``alpha`` is [len(words), H*W]."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    image = image.convert("RGB")
+    w, h = image.size
+    panels = len(words) + 1
+    cols = min(cols, panels)
+    rows = math.ceil(panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.2 * cols, 2.6 * rows + 0.4), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    axes.flat[0].imshow(image)
+    axes.flat[0].set_title("image", fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    for k, word in enumerate(words):
+        amap = alpha[k].reshape(grid)
+        peak = float(amap.max())
+        up = np.asarray(Image.fromarray((amap / max(peak, 1e-12)).astype(np.float32)).resize((w, h), Image.BILINEAR))
+        ax = axes.flat[k + 1]
+        ax.imshow(image)
+        ax.imshow(up, cmap="jet", alpha=0.5, vmin=0.0, vmax=1.0, extent=(0, w, h, 0))
+        ax.set_title(word, fontsize=10)
+        ax.text(0.5, -0.08, f"max {peak:.2f}", transform=ax.transAxes, ha="center", va="top", fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attention", required=True, help="the .h5 written by captioners.decode --attention")
+    parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json (to find the image files)")
+    parser.add_argument("--image-root", default=None, help="image folder when it is not next to the json")
+    parser.add_argument("--out", required=True, help="folder for the PNGs")
+    parser.add_argument("--image-ids", type=int, nargs="*", default=None, help="images to draw (default: the first --n)")
+    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--cols", type=int, default=5)
+    a = parser.parse_args(argv)
+    att = read_attention(a.attention)
+    paths = image_paths(a.refs, a.image_root)
+    row_of = {int(i): r for r, i in enumerate(att["image_id"])}
+    ids = a.image_ids if a.image_ids else [int(i) for i in att["image_id"][:a.n]]
+    missing = [i for i in ids if i not in row_of]
+    if missing:
+        raise CapawareError(a.attention, f"no attention for image ids {missing[:5]}", "decode those images first")
+    written = []
+    for image_id in ids:
+        r = row_of[image_id]
+        path = paths.get(image_id)
+        if path is None or not path.is_file():
+            raise CapawareError(path or a.refs, f"image file of id {image_id} not found", "pass --image-root")
+        words = att["caption"][r].split()
+        written.append(plot_attention(Image.open(path), words, att["alpha"][r][:len(words)], att["grid"],
+                                      Path(a.out) / f"attention_{image_id}.png", f"{image_id}: {att['caption'][r]}",
+                                      a.cols))
+    print(f"attention maps: {len(written)} images -> {a.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,240 @@
+"""Caption metrics through pycocoevalcap: ``python -m eval.captions --preds preds.json --refs REFS --split test``.
+
+Inputs: predictions in the COCO results format ``[{"image_id": int, "caption": str}]``; references as
+a Karpathy ``dataset_*.json`` (the split's images, their ``raw`` sentences) or a COCO
+``captions_*.json`` (``annotations: [{"image_id", "caption"}]``; ``--split`` is then ignored). Both
+sides are PTB-tokenised (Stanford tokenizer, Java) exactly as coco-caption does, then scored with
+BLEU-1..4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap's ``Cider``: clipped n-gram counts and a Gaussian
+length penalty, i.e. CIDEr-D) and SPICE. A metric that cannot run here (SPICE without its CoreNLP
+models, anything Java without Java) is reported as unavailable with the way to install it; the
+others are still reported.
+
+Written: ``--out`` metrics JSON::
+
+    {"metrics": {"BLEU-1": float, ..., "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE": float | null},
+     "unavailable": {metric: "why, and how to install"}, "notes": [...], "n_images": int,
+     "n_split_images": int, "split", "preds", "refs", "preds_sha256", "config_hash" (from preds.meta.json,
+     written by captioners.decode, else null), "tokenizer", "command"}
+
+and with ``--per-image``: ``[{"image_id", "caption", "BLEU-1", ..., "CIDEr-D", "METEOR", "SPICE"}]``.
+Values are fractions as pycocoevalcap returns them (papers print x100).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from embedder.atomic import write_text
+from embedder.errors import CapawareError, run_cli
+from eval import captions_java as jv
+
+METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE")
+KARPATHY_SPLITS = ("train", "restval", "val", "test")
+
+
+def _read_json(path: str | Path, what: str):
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, f"{what} not found", "check the path")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CapawareError(path, f"not valid JSON ({err})", f"rewrite the {what}") from None
+
+
+def load_preds(path: str | Path) -> dict[int, str]:
+    """COCO results JSON -> {image_id: caption}; duplicates and malformed entries are errors."""
+    data = _read_json(path, "predictions file")
+    if not isinstance(data, list) or not data:
+        raise CapawareError(path, "expected a non-empty list of {\"image_id\", \"caption\"}",
+                            "write COCO results format (python -m captioners.decode does)")
+    preds: dict[int, str] = {}
+    for k, row in enumerate(data):
+        if not isinstance(row, dict) or not isinstance(row.get("caption"), str) or "image_id" not in row:
+            raise CapawareError(path, f"entry {k} is not {{\"image_id\": int, \"caption\": str}}", "fix the entry")
+        try:
+            image_id = int(row["image_id"])
+        except (TypeError, ValueError):
+            raise CapawareError(path, f"entry {k}: image_id {row['image_id']!r} is not an integer", "fix the entry") from None
+        if image_id in preds:
+            raise CapawareError(path, f"image {image_id} has more than one prediction", "keep one caption per image")
+        preds[image_id] = row["caption"]
+    return preds
+
+
+def load_refs(path: str | Path, split: str = "test") -> tuple[dict[int, list[str]], str]:
+    """References {image_id: [raw captions]} and which kind of file they came from."""
+    data = _read_json(path, "reference captions file")
+    if isinstance(data, dict) and isinstance(data.get("images"), list) and data["images"] \
+            and isinstance(data["images"][0], dict) and "sentences" in data["images"][0]:
+        keep = {"train": ("train", "restval"), "all": KARPATHY_SPLITS}.get(split, (split,))
+        if split not in (*KARPATHY_SPLITS, "all"):
+            raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
+        refs = {}
+        for img in data["images"]:
+            if img.get("split") in keep:
+                image_id = int(img["cocoid"] if "cocoid" in img else img["imgid"])
+                refs[image_id] = [s.get("raw") or " ".join(s["tokens"]) for s in img["sentences"]]
+        if not refs:
+            raise CapawareError(path, f"no images in split {split!r}", "choose another --split")
+        return refs, "karpathy"
+    if isinstance(data, dict) and isinstance(data.get("annotations"), list):
+        refs = {}
+        for ann in data["annotations"]:
+            refs.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]))
+        if not refs:
+            raise CapawareError(path, "no annotations", "point at a COCO captions_*.json")
+        return refs, "coco"
+    raise CapawareError(path, "neither a Karpathy dataset_*.json nor a COCO captions_*.json",
+                        "give the Karpathy split file or COCO's annotations/captions_val2014.json")
+
+
+def simple_tokenize(sentences: list[str]) -> list[str]:
+    """Fallback without Java: lower-case words (numbers not comparable to the COCO server's)."""
+    return [" ".join(re.findall(r"[a-z0-9]+(?:'[a-z]+)?", s.lower())) for s in sentences]
+
+
+@dataclass
+class Scores:
+    metrics: dict[str, float | None]
+    per_image: dict[int, dict[str, float]]
+    unavailable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    tokenizer: str = ""
+
+
+def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor: bool = True, spice: bool = True,
+                   corenlp_dir: str | Path | None = None, spice_cache: str | Path | None = None,
+                   tokenizer: str = "ptb") -> Scores:
+    """Score ``preds`` against ``refs`` (every predicted image must have references)."""
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    ids = sorted(preds)
+    unknown = [i for i in ids if i not in refs]
+    if unknown:
+        raise CapawareError("predictions", f"{len(unknown)} predicted images have no references (e.g. {unknown[:5]})",
+                            "score against the references of the same split / dataset")
+    flat = [preds[i] for i in ids] + [r for i in ids for r in refs[i]]
+    if tokenizer == "ptb":
+        java = jv.require_java()
+        tokens = jv.ptb_tokenize(flat)
+        tok_name = f"PTB (stanford-corenlp-3.4.1, Java {java.version})"
+    elif tokenizer == "simple":
+        tokens = simple_tokenize(flat)
+        tok_name = "simple (Python regex; not the COCO tokenizer)"
+    else:
+        raise CapawareError("--tokenizer", f"unknown tokenizer {tokenizer!r}", "use ptb or simple")
+    res, gts, k = {}, {}, len(ids)
+    for n, i in enumerate(ids):
+        res[i] = [tokens[n]]
+        gts[i] = tokens[k:k + len(refs[i])]
+        k += len(refs[i])
+
+    out = Scores(metrics={m: None for m in METRICS}, per_image={i: {} for i in ids}, tokenizer=tok_name)
+
+    def put(name: str, total: float, per) -> None:
+        out.metrics[name] = float(total)
+        for i, v in zip(ids, per):
+            out.per_image[i][name] = float(v)
+
+    bleu, bleu_per = Bleu(4).compute_score(gts, res, verbose=0)
+    for n in range(4):
+        put(f"BLEU-{n + 1}", bleu[n], bleu_per[n])
+    total, per = Rouge().compute_score(gts, res)
+    put("ROUGE-L", total, per)
+    total, per = Cider().compute_score(gts, res)
+    put("CIDEr-D", total, per)
+
+    if not meteor:
+        out.unavailable["METEOR"] = "skipped (--no-meteor)"
+    elif jv.java_info() is None:
+        out.unavailable["METEOR"] = f"no Java runtime; {jv.JAVA_FIX}"
+    else:
+        try:
+            with jv.Meteor() as m:
+                total, per = m.score([res[i][0] for i in ids], [gts[i] for i in ids])
+            put("METEOR", total, per)
+        except jv.MeteorError as err:
+            out.unavailable["METEOR"] = f"{err}; run python -m eval.doctor"
+
+    why = "skipped (--no-spice)" if not spice else jv.spice_unavailable(corenlp_dir)
+    if why:
+        out.unavailable["SPICE"] = why
+    else:
+        cache = Path(spice_cache) if spice_cache else None
+        if cache:
+            cache.mkdir(parents=True, exist_ok=True)
+        total, per, note = jv.spice_score(ids, [res[i][0] for i in ids], [gts[i] for i in ids],
+                                          jv.corenlp_dir(corenlp_dir), cache)
+        put("SPICE", total, per)
+        if note:
+            out.notes.append(note)
+    return out
+
+
+def default_spice_cache() -> Path:
+    return Path.home() / ".cache" / "capaware" / "spice"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preds", required=True, help="COCO results JSON [{image_id, caption}]")
+    parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json or COCO captions_*.json")
+    parser.add_argument("--split", default="test", help="Karpathy split: train (with restval) | val | test | all")
+    parser.add_argument("--out", default=None, help="metrics JSON (default: PREDS_STEM.metrics.json next to --preds)")
+    parser.add_argument("--per-image", default=None, help="also write per-image scores to this JSON")
+    parser.add_argument("--no-meteor", action="store_true")
+    parser.add_argument("--no-spice", action="store_true")
+    parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
+    parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")
+    parser.add_argument("--spice-no-cache", action="store_true", help="run SPICE without its LMDB cache")
+    parser.add_argument("--tokenizer", default="ptb", choices=("ptb", "simple"),
+                        help="ptb (Java, as the COCO server; default) or simple (no Java; not comparable)")
+    a = parser.parse_args(argv)
+
+    preds = load_preds(a.preds)
+    refs, kind = load_refs(a.refs, a.split)
+    n_split = len(refs) if kind == "karpathy" else len(set(preds) & set(refs))
+    s = score_captions(preds, refs, meteor=not a.no_meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
+                       spice_cache=None if a.spice_no_cache else a.spice_cache, tokenizer=a.tokenizer)
+    if kind == "karpathy" and len(preds) < n_split:
+        s.notes.append(f"predictions cover {len(preds)} of the {n_split} {a.split} images")
+    meta_file = Path(a.preds).with_name(Path(a.preds).stem + ".meta.json")
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.captions", *(argv if argv is not None else sys.argv[1:])])
+    report = {"metrics": {m: _finite(v) for m, v in s.metrics.items()}, "unavailable": s.unavailable, "notes": s.notes, "n_images": len(preds),
+              "n_split_images": n_split, "split": a.split if kind == "karpathy" else None,
+              "preds": str(Path(a.preds).resolve()), "refs": str(Path(a.refs).resolve()),
+              "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),
+              "config_hash": meta.get("config_hash"), "tokenizer": s.tokenizer, "command": command}
+    out = Path(a.out) if a.out else Path(a.preds).with_name(Path(a.preds).stem + ".metrics.json")
+    write_text(out, json.dumps(report, indent=1, allow_nan=False))
+    if a.per_image:
+        rows = [{"image_id": i, "caption": preds[i], **{m: _finite(v) for m, v in s.per_image[i].items()}}
+                for i in sorted(preds)]
+        write_text(a.per_image, json.dumps(rows, indent=0))
+    print(f"caption metrics: {len(preds)} images ({a.split if kind == 'karpathy' else 'COCO refs'}), {s.tokenizer}")
+    for m in METRICS:
+        v = s.metrics[m]
+        print(f"  {m:8s} {'unavailable: ' + s.unavailable[m] if v is None else f'{v:.4f}'}")
+    for note in s.notes:
+        print(f"  note: {note}")
+    print(f"  -> {out}")
+
+
+def _finite(v: float) -> float | None:
+    return None if v is None or not np.isfinite(v) else v
+
+
+if __name__ == "__main__":
+    run_cli(main)

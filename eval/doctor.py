@@ -1,0 +1,122 @@
+"""Check what the pipeline needs on this machine: ``python -m eval.doctor [--arch resnet101] [--quick]``.
+
+One line per check: ok / MISSING / warn, the finding, and the fix when something is missing. Required
+(exit status 1 when missing): Java, the PTB tokenizer, METEOR, torch. Optional (reported, exit 0):
+SPICE's CoreNLP models (every other metric runs without them), torchvision, a GPU, ImageNet weights
+(only for ``init: imagenet`` / ImageNet features; the embedded default never needs them).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+from eval import captions_java as jv
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | MISSING | warn
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def check_java() -> Check:
+    info = jv.java_info()
+    if info is None:
+        return Check("java", "MISSING", "no java on PATH (PTB tokenizer, METEOR, SPICE)", jv.JAVA_FIX)
+    note = "; SPICE cache gets --add-opens (Java >= 9)" if info.major >= 9 else ""
+    return Check("java", "ok", f"{info.version} at {info.path}{note}")
+
+
+def check_ptb() -> Check:
+    try:
+        t0 = time.time()
+        out = jv.ptb_tokenize(["A man, riding a horse."])
+        ok = out == ["a man riding a horse"]
+        return Check("PTB tokenizer", "ok" if ok else "MISSING", f"offline, {time.time() - t0:.1f} s -> {out[0]!r}",
+                     "" if ok else "reinstall pycocoevalcap (pip install --force-reinstall pycocoevalcap)")
+    except Exception as err:  # report, never crash the doctor
+        return Check("PTB tokenizer", "MISSING", str(err), "install Java; reinstall pycocoevalcap")
+
+
+def check_meteor() -> Check:
+    try:
+        t0 = time.time()
+        with jv.Meteor() as m:
+            total, _ = m.score(["a dog runs on the grass"], [["a dog runs on the grass", "a dog on grass"]])
+        ok = abs(total - 1.0) < 0.05
+        return Check("METEOR 1.5", "ok" if ok else "warn", f"one process, {time.time() - t0:.1f} s incl. start; "
+                     f"identical caption scores {total:.3f}")
+    except Exception as err:
+        return Check("METEOR 1.5", "MISSING", str(err),
+                     "install Java; METEOR needs ~2 GB heap; reinstall pycocoevalcap if its jar/data is missing")
+
+
+def check_spice(corenlp_dir: str | None) -> Check:
+    why = jv.spice_unavailable(corenlp_dir)
+    if why:
+        return Check("SPICE models", "MISSING", "SPICE will be reported as unavailable (other metrics still run)",
+                     why, required=False)
+    return Check("SPICE models", "ok", f"CoreNLP 3.6.0 jars in {jv.corenlp_dir(corenlp_dir)}", required=False)
+
+
+def check_torch() -> list[Check]:
+    out = []
+    try:
+        import torch
+        out.append(Check("torch", "ok", torch.__version__))
+        if torch.cuda.is_available():
+            out.append(Check("GPU", "ok", f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}", required=False))
+        else:
+            out.append(Check("GPU", "warn", "none (CPU only): fine for the embedded default, slow for COCO",
+                             "a CUDA GPU and a CUDA build of torch for the paper configs", required=False))
+    except ImportError:
+        out.append(Check("torch", "MISSING", "not importable", "make venv (pip install torch)"))
+    try:
+        import torchvision
+        out.append(Check("torchvision", "ok", torchvision.__version__, required=False))
+    except ImportError:
+        out.append(Check("torchvision", "MISSING", "not importable", "pip install torchvision", required=False))
+    return out
+
+
+def check_weights(arch: str) -> Check:
+    try:
+        from embedder.errors import CapawareError
+        from embedder.model import imagenet_weight_file
+
+        try:
+            return Check(f"ImageNet {arch}", "ok", str(imagenet_weight_file(arch)), required=False)
+        except CapawareError as err:
+            return Check(f"ImageNet {arch}", "MISSING", "not found; needed only for ImageNet init / features",
+                         err.fix or str(err), required=False)
+    except Exception as err:
+        return Check(f"ImageNet {arch}", "warn", f"could not check ({err})", required=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="resnet101", help="backbone whose ImageNet weights to look for")
+    parser.add_argument("--corenlp-dir", default=None, help="where SPICE's CoreNLP 3.6.0 jars are (if not the default)")
+    parser.add_argument("--quick", action="store_true", help="skip starting METEOR (~5 s)")
+    a = parser.parse_args(argv)
+    checks = [check_java(), check_ptb()]
+    if not a.quick:
+        checks.append(check_meteor())
+    checks += [check_spice(a.corenlp_dir), *check_torch(), check_weights(a.arch)]
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        print(f"{c.status:7s} {c.name:{width}s}  {c.detail}")
+        if c.fix and c.status != "ok":
+            print(f"{'':7s} {'':{width}s}  fix: {c.fix}")
+    failed = [c.name for c in checks if c.required and c.status == "MISSING"]
+    print("doctor: " + (f"missing required: {', '.join(failed)}" if failed else "all required checks passed"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""Stage three units: prepro round trip, feature+label dataset, cores, XE overfit, decoders.
+
+Tiny sizes throughout (a few images, hidden sizes of 8-32) so the file runs in seconds on 2 cores.
+"""
+import itertools
+import json
+import pickle
+from collections import Counter
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from captioners.data import CaptionDataset, EpochBatches, collate, loader, read_feats_info
+from captioners.decoding import beam_search, decode, greedy, sample_loop, sequence_logprob
+from captioners.model import Captioner, caption_mask, xe_loss
+from captioners.prepro import UNK, decode_sequence, prepro, read_labels, read_vocab
+from embedder.errors import CapawareError
+from tests.fixtures_builders import write_karpathy
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The machine is shared: tiny tensors gain nothing from more threads."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from embedder.synthetic import generate_captions
+
+    root = tmp_path_factory.mktemp("capsynth")
+    json_path = generate_captions(root / "data", n_train=12, n_test=4, seed=0, size=32)
+    prepro(json_path, root / "prep", threshold=5, max_length=16)
+    return root, json_path
+
+
+def write_feats(path, image_ids, regions=4, dim=8, seed=0, complete=True, dtype=np.float16):
+    """A synthetic feats.h5 (DESIGN §3); fc[:, 0] carries the image id so a test can check the join."""
+    rng = np.random.default_rng(seed)
+    ids = np.asarray(image_ids, dtype=np.int64)
+    att = rng.standard_normal((len(ids), regions, dim)).astype(dtype)
+    fc = att.astype(np.float32).mean(1)
+    fc[:, 0] = ids
+    with h5py.File(path, "w") as f:
+        f.create_dataset("att", data=att, chunks=(1, regions, dim))
+        f.create_dataset("fc", data=fc.astype(np.float32))
+        f.create_dataset("image_id", data=ids)
+        f.attrs["complete"] = complete
+    return path
+
+
+# ----------------------------------------------------------------------------------------- prepro
+
+def test_prepro_hand_checked_vocab_and_labels(tmp_path):
+    json_path = write_karpathy(tmp_path / "k", write_images=False)
+    prepro(json_path, tmp_path / "p", threshold=1, max_length=3)
+    vocab = read_vocab(tmp_path / "p" / "vocab.json")
+    # train + restval captions: "a" is seen 3 times, every other word once -> only "a" survives threshold 1
+    assert vocab == ["", "a", UNK]
+    lab = read_labels(tmp_path / "p" / "labels.h5")
+    assert lab.image_ids.tolist() == [9, 42, 73, 74]
+    assert lab.splits.tolist() == ["train", "train", "val", "test"]  # restval trains
+    assert (lab.end_ix - lab.start_ix).tolist() == [2, 1, 3, 1]
+    val = [decode_sequence(vocab, s) for s in lab.captions_of(2)]
+    assert val == ["a UNK UNK", "a UNK UNK", "UNK UNK"]  # truncated to 3 words, unseen words -> UNK
+    assert lab.lengths[lab.start_ix[2]:lab.end_ix[2]].tolist() == [3, 3, 2]
+
+
+def test_prepro_round_trip_on_synthetic_set(synth):
+    root, json_path = synth
+    vocab = read_vocab(root / "prep" / "vocab.json")
+    lab = read_labels(root / "prep" / "labels.h5")
+    data = json.loads(json_path.read_text())["images"]
+    counts = Counter(w for im in data if im["split"] in ("train", "restval") for s in im["sentences"] for w in s["tokens"])
+    kept = {w for w, c in counts.items() if c > 5}
+    assert set(vocab[1:-1]) == kept and vocab[-1] == UNK
+    assert [counts[w] for w in vocab[1:-1]] == sorted((counts[w] for w in vocab[1:-1]), reverse=True)
+    assert lab.labels.shape[1] == 16
+    for i, im in enumerate(data):
+        assert lab.image_ids[i] == im["cocoid"]
+        decoded = [decode_sequence(vocab, s) for s in lab.captions_of(i)]
+        expected = [" ".join(w if w in kept else UNK for w in s["tokens"][:16]) for s in im["sentences"]]
+        assert decoded == expected
+
+
+# ---------------------------------------------------------------------------------------- dataset
+
+def test_dataset_joins_by_image_id_and_returns_the_five_captions(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ids = np.concatenate([lab.image_ids[::-1], [999]])  # other order, an extra image: joined by id
+    feats = write_feats(tmp_path / "feats.h5", ids)
+    for in_memory in (False, True):
+        ds = CaptionDataset(feats, lab, "train", seq_per_img=5, in_memory=in_memory)
+        train_rows = np.flatnonzero(lab.splits == "train")
+        assert len(ds) == len(train_rows)
+        for k, j in enumerate(train_rows):
+            item = ds[k]
+            assert item["image_id"] == lab.image_ids[j]
+            assert item["fc"][0] == lab.image_ids[j]  # the features of that very image
+            assert np.array_equal(item["labels"], lab.captions_of(j))
+            assert item["labels"].shape == (5, 16) and item["att"].shape == (4, 8)
+    batch = collate([ds[0], ds[1]])
+    assert batch["labels"].shape == (2, 5, 16) and batch["att"].dtype == torch.float32
+
+
+def test_dataset_opens_hdf5_once_per_process(synth, tmp_path, monkeypatch):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ds = CaptionDataset(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    opened = []
+    real = h5py.File
+    monkeypatch.setattr("captioners.data.h5py.File", lambda *a, **k: opened.append(a) or real(*a, **k))
+    for _ in range(2):
+        for k in range(len(ds)):
+            ds[k]
+    assert len(opened) == 1
+    clone = pickle.loads(pickle.dumps(ds))  # what a worker receives: no handle, opens its own
+    assert clone._file is None and clone[0]["image_id"] == ds[0]["image_id"]
+
+
+def test_dataloader_workers_give_the_same_batches(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ds = CaptionDataset(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    runs = [[b for b in loader(ds, EpochBatches(len(ds), 4, seed=0, epoch=1), workers)] for workers in (0, 2)]
+    for a, b in zip(*runs):
+        assert torch.equal(a["att"], b["att"]) and torch.equal(a["labels"], b["labels"])
+    resumed = list(EpochBatches(len(ds), 4, seed=0, epoch=1, start=1))
+    assert resumed == list(EpochBatches(len(ds), 4, seed=0, epoch=1))[1:]
+
+
+def test_dataset_samples_captions_when_an_image_has_fewer(tmp_path):
+    json_path = write_karpathy(tmp_path / "k", write_images=False)
+    prepro(json_path, tmp_path / "p", threshold=0)
+    lab = read_labels(tmp_path / "p" / "labels.h5")
+    ds = CaptionDataset(write_feats(tmp_path / "f.h5", lab.image_ids), lab, "val", seq_per_img=5, seed=3)
+    caps = ds[(2, 0)]["labels"]
+    own = {tuple(c) for c in lab.captions_of(2)}
+    assert caps.shape[0] == 5 and {tuple(c) for c in caps} <= own
+    assert np.array_equal(caps, ds[(2, 0)]["labels"])  # seeded by (seed, epoch, image)
+
+
+def test_feature_file_problems_are_clear_errors(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    with pytest.raises(CapawareError, match="incomplete"):
+        read_feats_info(write_feats(tmp_path / "half.h5", lab.image_ids, complete=False))
+    with pytest.raises(CapawareError, match=r"2 of \d+ train images .* have no features"):
+        CaptionDataset(write_feats(tmp_path / "few.h5", lab.image_ids[2:]), lab, "train")
+    with pytest.raises(CapawareError, match="not found"):
+        read_feats_info(tmp_path / "nope.h5")
+
+
+# ------------------------------------------------------------------------------------------ model
+
+def tiny_model(core, vocab=6, dim=8, hidden=16, seed=0, drop=0.0):
+    torch.manual_seed(seed)
+    return Captioner(core, vocab, dim, dim, input_encoding_size=12, rnn_size=hidden, att_hid_size=10,
+                     drop_prob_lm=drop)
+
+
+@pytest.mark.parametrize("core,layers", [("att2all2", 1), ("topdown", 2)])
+def test_core_one_step_shapes_and_gradient_flow(core, layers):
+    model = tiny_model(core, drop=0.1)
+    B, L = 3, 5
+    fc, att = torch.randn(B, 8), torch.randn(B, L, 8)
+    enc = model.encode(fc, att)
+    state = model.init_state(B)
+    logp, state, alpha = model.step(torch.tensor([0, 2, 5]), enc, state)
+    assert logp.shape == (B, 7) and alpha.shape == (B, L)
+    assert all(s.shape == (layers, B, 16) for s in state)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(B)) and torch.allclose(alpha.sum(-1), torch.ones(B))
+    seq = torch.tensor([[[1, 2, 3, 0], [4, 0, 0, 0]]] * B)  # [B, 2 captions, 4]
+    loss = xe_loss(model(fc, att, seq), seq.view(-1, 4))
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+
+
+def test_caption_mask_covers_words_and_one_eos():
+    mask = caption_mask(torch.tensor([[5, 6, 0, 0], [1, 2, 3, 4]]))
+    assert mask.tolist() == [[True, True, True, False, False], [True] * 5]
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_xe_loss_decreases_when_overfitting_eight_images(core):
+    torch.manual_seed(0)
+    model = tiny_model(core, vocab=10, hidden=32)
+    fc, att = torch.randn(8, 8), torch.randn(8, 4, 8)
+    seq = torch.randint(1, 11, (8, 2, 6))
+    seq[:, :, 4:] = 0
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(40):
+        loss = xe_loss(model(fc, att, seq, ss_prob=0.1 if step % 2 else 0.0), seq.view(-1, 6), label_smoothing=0.05)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+# --------------------------------------------------------------------------------------- decoding
+
+def peaked_model(core, vocab=3, seed=0):
+    """A random tiny model with sharpened outputs, so decoders disagree unless they are right."""
+    model = tiny_model(core, vocab=vocab, seed=seed).eval()
+    with torch.no_grad():
+        model.logit.weight.mul_(6.0)
+    return model
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_beam_one_equals_greedy(core):
+    model = peaked_model(core, vocab=6)
+    fc, att = torch.randn(5, 8), torch.randn(5, 4, 8)
+    g, b = greedy(model, fc, att, max_len=7), beam_search(model, fc, att, beam_size=1, max_len=7)
+    assert torch.equal(g.seq, b.seq)
+    assert torch.allclose(g.logprob, b.logprob, atol=1e-5)
+    assert torch.allclose(g.alpha, b.alpha, atol=1e-6)
+
+
+def reference_logprob(model, fc, att, words, max_len):
+    """Score of one word list by teacher forcing (independent of the decoders' code)."""
+    seq = torch.tensor([list(words) + [0] * (max_len - len(words))])
+    logp = model(fc[None], att[None], seq[None])[0]  # [max_len + 1, V + 1]
+    target = list(words) + ([0] if len(words) < max_len else [])
+    return sum(logp[t, w].item() for t, w in enumerate(target))
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_beam_search_finds_the_most_probable_sequence(core):
+    V, T = 3, 3
+    model = peaked_model(core, vocab=V, seed=1)
+    fc, att = torch.randn(2, 8), torch.randn(2, 4, 8)
+    full = beam_search(model, fc, att, beam_size=V ** T, max_len=T)  # wide enough to hold every prefix
+    narrow = beam_search(model, fc, att, beam_size=2, max_len=T)
+    for b in range(2):
+        every = [w for n in range(T + 1) for w in itertools.product(range(1, V + 1), repeat=n)]
+        scores = {w: reference_logprob(model, fc[b], att[b], w, T) for w in every}
+        best = max(scores, key=scores.get)
+        found = tuple(t for t in full.seq[b].tolist() if t)
+        assert found == best
+        assert full.logprob[b].item() == pytest.approx(scores[best], abs=1e-4)
+        narrow_words = tuple(t for t in narrow.seq[b].tolist() if t)
+        assert narrow.logprob[b].item() == pytest.approx(scores[narrow_words], abs=1e-4)
+        assert narrow.logprob[b].item() <= scores[best] + 1e-5
+    assert torch.allclose(sequence_logprob(model, fc, att, full.seq, T), full.logprob, atol=1e-4)
+
+
+def test_sampling_is_seeded_and_temperature_sharpens():
+    model = peaked_model("topdown", vocab=6)
+    fc, att = torch.randn(64, 8), torch.randn(64, 4, 8)
+    a = sample_loop(model, fc, att, 6, 1.0, torch.Generator().manual_seed(0))
+    b = sample_loop(model, fc, att, 6, 1.0, torch.Generator().manual_seed(0))
+    assert torch.equal(a.seq, b.seq)
+    cold = decode(model, fc, att, "sample", temperature=1e-4, max_len=6, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(cold.seq, greedy(model, fc, att, 6).seq)
+    with pytest.raises(ValueError):
+        decode(model, fc, att, "nucleus")

@@ -1,0 +1,143 @@
+"""Stage three end to end on a tiny config: train -> best.pt -> decode -> COCO JSON -> attention PNGs,
+resume after a kill, config errors. Tiny: 16 synthetic images, 4-region 8-D features, hidden 16."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from captioners.config import load_captioner_config
+from captioners.prepro import read_labels
+from captioners.train import StopRequested, train
+from embedder.errors import CapawareError
+from tests.test_captioners import write_feats
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Synthetic Karpathy set + prepro + a feats.h5 holding every image (random 2 x 2 grid, C = 8)."""
+    from captioners.prepro import prepro
+    from embedder.synthetic import generate_captions
+
+    root = tmp_path_factory.mktemp("captrain")
+    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
+    prepro(json_path, root / "prep", threshold=1, max_length=16)
+    lab = read_labels(root / "prep" / "labels.h5")
+    feats = write_feats(root / "img.h5", lab.image_ids)
+    with h5py.File(feats, "a") as f:
+        f.attrs["att_grid"] = [2, 2]
+    return root, json_path, feats
+
+
+def overrides(tiny, out: Path, *extra: str) -> list[str]:
+    root, json_path, feats = tiny
+    return [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
+            f"data.features={feats}", f"out_dir={out}", "model.rnn_size=16", "model.input_encoding_size=12",
+            "model.att_hid_size=8", "model.drop_prob_lm=0.1", "train.batch_size=4", "train.epochs=2",
+            "train.lr=5e-3", "train.ckpt_every=2", "train.log_every=1", "train.ss_start=1",
+            "train.ss_increase_every=1", "train.ss_increase_prob=0.2", "val.batch_size=3", *extra]
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_train_decode_and_attention_maps(tiny, tmp_path, core):
+    root, json_path, _ = tiny
+    cfg = load_captioner_config(ROOT / f"configs/demo_{core}.yaml", overrides(tiny, tmp_path / "run"))
+    best = train(cfg, progress=False)
+    last = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
+    assert last["done"] and last["step"] == 8  # 16 train images / batch 4 x 2 epochs
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == [1, 2] and all(h["cider_d"] >= 0 for h in history)
+    assert list((tmp_path / "run" / "tb").iterdir())
+    again = train(cfg, progress=False)  # a finished run is not retrained
+    assert again == best
+
+    from captioners.decode import main as decode_main
+    preds_path, att_path = tmp_path / "preds.json", tmp_path / "att.h5"
+    decode_main(["--checkpoint", str(best), "--split", "test", "--out", str(preds_path), "--attention", str(att_path),
+                 "--no-progress"])
+    preds = json.loads(preds_path.read_text())
+    lab = read_labels(root / "prep" / "labels.h5")
+    assert [p["image_id"] for p in preds] == lab.image_ids[lab.splits == "test"].tolist()
+    assert all(set(p) == {"image_id", "caption"} and isinstance(p["image_id"], int) and isinstance(p["caption"], str)
+               for p in preds)
+    meta = json.loads((tmp_path / "preds.meta.json").read_text())
+    assert meta["beam_size"] == 2 and meta["config_hash"] == last["config_hash"]
+    with h5py.File(att_path) as f:
+        assert f["alpha"].shape == (4, 16, 4) and (f.attrs["grid_h"], f.attrs["grid_w"]) == (2, 2)
+        n_words = [len(c.split()) for c in f["caption"].asstr()[:]]
+        alpha = f["alpha"][:].astype(np.float32)
+    for k, n in enumerate(n_words):  # each word's attention is a distribution over the grid
+        assert np.allclose(alpha[k, :n].sum(-1), 1.0, atol=1e-2)
+
+    from eval.attention_maps import main as maps_main
+    maps_main(["--attention", str(att_path), "--refs", str(json_path), "--out", str(tmp_path / "maps"), "--n", "2"])
+    pngs = sorted((tmp_path / "maps").glob("attention_*.png"))
+    assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
+    common = overrides(tiny, tmp_path / "full")
+    train(load_captioner_config(ROOT / "configs/demo_topdown.yaml", common), progress=False)
+
+    killed = overrides(tiny, tmp_path / "killed")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo_topdown.yaml", *killed,
+                           "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
+    state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
+    assert state["step"] == 2 and not state["done"]  # the last checkpoint before the kill (ckpt_every=2): step 3 is lost
+
+    cfg = load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed + ["train.stop_after_steps=5"])
+    with pytest.raises(StopRequested):  # killed again, now in the second epoch
+        train(cfg, progress=False)
+    train(load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed), progress=False)
+
+    for name in ("last.pt", "best.pt"):
+        a = torch.load(tmp_path / "full" / name, weights_only=True)
+        b = torch.load(tmp_path / "killed" / name, weights_only=True)
+        assert a["step"] == b["step"]
+        for key in a["model"]:
+            assert torch.equal(a["model"][key], b["model"][key]), (name, key)
+    h_full = json.loads((tmp_path / "full" / "history.json").read_text())
+    h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
+    assert [h["cider_d"] for h in h_full] == [h["cider_d"] for h in h_killed]
+
+    other = load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed + ["train.lr=1e-3"])
+    with pytest.raises(CapawareError, match="another config"):
+        train(other, progress=False)
+
+
+def test_config_errors_name_the_key(tmp_path):
+    with pytest.raises(CapawareError, match="nonsense"):
+        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["train.nonsense=1"])
+    with pytest.raises(CapawareError, match="model.core"):
+        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["model.core=lstm"])
+    for name in ("coco_att2all2", "coco_topdown", "demo_att2all2", "demo_topdown"):
+        cfg = load_captioner_config(ROOT / f"configs/{name}.yaml")
+        assert cfg.name == name
+    coco = load_captioner_config(ROOT / "configs/coco_topdown.yaml")
+    assert (coco.train.batch_size, coco.model.rnn_size, coco.train.lr, coco.train.epochs) == (32, 1024, 5e-4, 20)
+
+
+def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    args = overrides(tiny, tmp_path / "run") + [f"data.features={tmp_path / 'nope.h5'}"]
+    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo_att2all2.yaml", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "features file not found" in proc.stderr and "Traceback" not in proc.stderr
