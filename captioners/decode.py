@@ -1,4 +1,4 @@
-"""Caption a split with a trained captioner: ``python -m captioners.decode --checkpoint best.pt --split test --out preds.json``.
+"""Caption a split: ``python -m captioners.decode --checkpoint best.pt --split test --out preds.json``.
 
 Written files::
 

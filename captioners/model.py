@@ -44,7 +44,8 @@ class Captioner(nn.Module):
                          drop_prob_lm=drop_prob_lm)
         self.vocab_size, self.rnn_size = vocab_size, rnn_size
         self.core = CORES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm)
-        self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
+        self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(),
+                                   nn.Dropout(drop_prob_lm))
         self.fc_embed = (nn.Sequential(nn.Linear(fc_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
                          if self.core.uses_fc else None)
         self.att_embed = nn.Sequential(nn.Linear(att_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))

@@ -160,7 +160,8 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     if last.is_file():
         state = load_checkpoint(last)
         if state["fingerprint"] != fingerprint:
-            raise CapawareError(last, "checkpoint belongs to another config", "delete the run folder or choose another out_dir")
+            raise CapawareError(last, "checkpoint belongs to another config",
+                                "delete the run folder or choose another out_dir")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
@@ -172,9 +173,10 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
             print(f"captioner {cfg.name}: already trained ({step} steps, best CIDEr-D {best:.3f}) -> {best_path}")
             return best_path
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.yaml", OmegaConf.to_yaml(cfg))
+    write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
-              "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg), "config_hash": config_hash(cfg),
+              "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
+              "config_hash": config_hash(cfg),
               "att_grid": list(info.grid), "fingerprint": fingerprint}
 
     def checkpoint(done: bool) -> None:
@@ -193,7 +195,8 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
         lr, ss_prob = lr_at(t, epoch), ss_prob_at(t, epoch)
         for group in opt.param_groups:
             group["lr"] = lr
-        for batch in loader(train_set, EpochBatches(len(train_set), t.batch_size, cfg.seed, epoch, start), d.num_workers):
+        batches = EpochBatches(len(train_set), t.batch_size, cfg.seed, epoch, start)
+        for batch in loader(train_set, batches, d.num_workers):
             model.train()
             seq = batch["labels"].to(device)
             logp = model(batch["fc"].to(device), batch["att"].to(device), seq, ss_prob)
@@ -242,6 +245,9 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     bar.close()
     writer.close()
     print(f"captioner {cfg.name}: {step} steps, best val CIDEr-D {best:.3f} -> {best_path}")
+    for h in history:
+        loss = f"{h['train_loss']:.3f}" if h["train_loss"] is not None else "-"
+        print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  train loss {loss}  lr {h['lr']:.2e}")
     return best_path
 
 

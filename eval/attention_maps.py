@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json (to find the image files)")
     parser.add_argument("--image-root", default=None, help="image folder when it is not next to the json")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
-    parser.add_argument("--image-ids", type=int, nargs="*", default=None, help="images to draw (default: the first --n)")
+    parser.add_argument("--image-ids", type=int, nargs="*", default=None,
+                        help="images to draw (default: the first --n)")
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--cols", type=int, default=5)
     a = parser.parse_args(argv)

@@ -63,7 +63,8 @@ def load_preds(path: str | Path) -> dict[int, str]:
         try:
             image_id = int(row["image_id"])
         except (TypeError, ValueError):
-            raise CapawareError(path, f"entry {k}: image_id {row['image_id']!r} is not an integer", "fix the entry") from None
+            raise CapawareError(path, f"entry {k}: image_id {row['image_id']!r} is not an integer",
+                                "fix the entry") from None
         if image_id in preds:
             raise CapawareError(path, f"image {image_id} has more than one prediction", "keep one caption per image")
         preds[image_id] = row["caption"]
@@ -211,8 +212,10 @@ def main(argv: list[str] | None = None) -> None:
         s.notes.append(f"predictions cover {len(preds)} of the {n_split} {a.split} images")
     meta_file = Path(a.preds).with_name(Path(a.preds).stem + ".meta.json")
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.captions", *(argv if argv is not None else sys.argv[1:])])
-    report = {"metrics": {m: _finite(v) for m, v in s.metrics.items()}, "unavailable": s.unavailable, "notes": s.notes, "n_images": len(preds),
+    args = argv if argv is not None else sys.argv[1:]
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.captions", *args])
+    report = {"metrics": {m: _finite(v) for m, v in s.metrics.items()}, "unavailable": s.unavailable,
+              "notes": s.notes, "n_images": len(preds),
               "n_split_images": n_split, "split": a.split if kind == "karpathy" else None,
               "preds": str(Path(a.preds).resolve()), "refs": str(Path(a.refs).resolve()),
               "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),

@@ -86,12 +86,14 @@ def ptb_tokenize(sentences: list[str]) -> list[str]:
     java = require_java()
     jar = pycocoevalcap_dir() / "tokenizer" / "stanford-corenlp-3.4.1.jar"
     if not jar.is_file():
-        raise CapawareError(jar, "PTB tokenizer jar missing from pycocoevalcap", "pip install --force-reinstall pycocoevalcap")
+        raise CapawareError(jar, "PTB tokenizer jar missing from pycocoevalcap",
+                            "pip install --force-reinstall pycocoevalcap")
     with tempfile.TemporaryDirectory(prefix="capaware_ptb_") as tmp:
         src = Path(tmp) / "sentences.txt"
         src.write_text("".join(_clean(s) + "\n" for s in sentences), encoding="utf-8")
-        proc = subprocess.run([java.path, "-Dfile.encoding=UTF-8", "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer",
-                               "-preserveLines", "-lowerCase", str(src)], capture_output=True)
+        proc = subprocess.run([java.path, "-Dfile.encoding=UTF-8", "-cp", str(jar),
+                               "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase", str(src)],
+                              capture_output=True)
     if proc.returncode != 0:
         raise CapawareError(jar, f"PTB tokenizer failed: {proc.stderr.decode(errors='replace').strip()[-300:]}",
                             "run python -m eval.doctor")
@@ -117,7 +119,8 @@ class Meteor:
         self.dir = pycocoevalcap_dir() / "meteor"
         jar = self.dir / "meteor-1.5.jar"
         if not jar.is_file() or not (self.dir / "data" / "paraphrase-en.gz").is_file():
-            raise MeteorError(f"{jar} or its data/paraphrase-en.gz is missing (pip install --force-reinstall pycocoevalcap)")
+            raise MeteorError(f"{jar} or its data/paraphrase-en.gz is missing "
+                              "(pip install --force-reinstall pycocoevalcap)")
         self.proc = subprocess.Popen([java.path, f"-Xmx{memory}", "-Dfile.encoding=UTF-8", "-jar", jar.name, "-", "-",
                                       "-stdio", "-l", "en", "-norm"], cwd=self.dir, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -224,7 +227,8 @@ def spice_score(ids: list[int], hyps: list[str], refs: list[list[str]], corenlp:
         proc = subprocess.run(spice_command(in_file, out_file, cache, corenlp, memory), capture_output=True, text=True)
         if proc.returncode != 0 and cache is not None:
             note = "SPICE cache failed on this Java; ran without it"
-            proc = subprocess.run(spice_command(in_file, out_file, None, corenlp, memory), capture_output=True, text=True)
+            proc = subprocess.run(spice_command(in_file, out_file, None, corenlp, memory), capture_output=True,
+                                  text=True)
         if proc.returncode != 0:
             raise CapawareError("SPICE", f"java exited {proc.returncode}: {proc.stderr.strip()[-400:]}",
                                 "run python -m eval.doctor; pass --no-spice to score without it")

@@ -70,7 +70,8 @@ def check_torch() -> list[Check]:
         import torch
         out.append(Check("torch", "ok", torch.__version__))
         if torch.cuda.is_available():
-            out.append(Check("GPU", "ok", f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}", required=False))
+            name = torch.cuda.get_device_name(0)
+            out.append(Check("GPU", "ok", f"{torch.cuda.device_count()} x {name}", required=False))
         else:
             out.append(Check("GPU", "warn", "none (CPU only): fine for the embedded default, slow for COCO",
                              "a CUDA GPU and a CUDA build of torch for the paper configs", required=False))

@@ -19,7 +19,8 @@ IMAGES = [
         {"raw": "Two cats sleep on a red sofa.", "tokens": ["two", "cats", "sleep", "on", "a", "red", "sofa"]},
         {"raw": "Cats napping on the couch", "tokens": ["cats", "napping", "on", "the", "couch"]}]},
     {"cocoid": 3, "split": "test", "filename": "3.jpg", "sentences": [
-        {"raw": "A man rides a bike down the street.", "tokens": ["a", "man", "rides", "a", "bike", "down", "the", "street"]}]},
+        {"raw": "A man rides a bike down the street.",
+         "tokens": ["a", "man", "rides", "a", "bike", "down", "the", "street"]}]},
     {"cocoid": 4, "split": "val", "filename": "4.jpg", "sentences": [
         {"raw": "A plate of food.", "tokens": ["a", "plate", "of", "food"]}]},
 ]
@@ -112,7 +113,8 @@ def test_one_java_process_per_scoring_run(scored):
 
 def test_spice_without_models_is_reported_not_a_crash(scored):
     assert scored.metrics["SPICE"] is None
-    assert "CoreNLP 3.6.0" in scored.unavailable["SPICE"] and "stanford-corenlp-3.6.0-models.jar" in scored.unavailable["SPICE"]
+    why = scored.unavailable["SPICE"]
+    assert "CoreNLP 3.6.0" in why and "stanford-corenlp-3.6.0-models.jar" in why
     assert all(scored.metrics[m] is not None for m in ("BLEU-4", "ROUGE-L", "CIDEr-D"))
 
 

@@ -76,7 +76,8 @@ def test_prepro_round_trip_on_synthetic_set(synth):
     vocab = read_vocab(root / "prep" / "vocab.json")
     lab = read_labels(root / "prep" / "labels.h5")
     data = json.loads(json_path.read_text())["images"]
-    counts = Counter(w for im in data if im["split"] in ("train", "restval") for s in im["sentences"] for w in s["tokens"])
+    train = [s for im in data if im["split"] in ("train", "restval") for s in im["sentences"]]
+    counts = Counter(w for s in train for w in s["tokens"])
     kept = {w for w, c in counts.items() if c > 5}
     assert set(vocab[1:-1]) == kept and vocab[-1] == UNK
     assert [counts[w] for w in vocab[1:-1]] == sorted((counts[w] for w in vocab[1:-1]), reverse=True)
@@ -129,6 +130,7 @@ def test_dataloader_workers_give_the_same_batches(synth, tmp_path):
     lab = read_labels(root / "prep" / "labels.h5")
     ds = CaptionDataset(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
     runs = [[b for b in loader(ds, EpochBatches(len(ds), 4, seed=0, epoch=1), workers)] for workers in (0, 2)]
+    assert len(runs[0]) == len(runs[1]) == 3
     for a, b in zip(*runs):
         assert torch.equal(a["att"], b["att"]) and torch.equal(a["labels"], b["labels"])
     resumed = list(EpochBatches(len(ds), 4, seed=0, epoch=1, start=1))

@@ -100,7 +100,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
     state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
-    assert state["step"] == 2 and not state["done"]  # the last checkpoint before the kill (ckpt_every=2): step 3 is lost
+    assert state["step"] == 2 and not state["done"]  # last checkpoint before the kill (ckpt_every=2): step 3 lost
 
     cfg = load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed + ["train.stop_after_steps=5"])
     with pytest.raises(StopRequested):  # killed again, now in the second epoch
