@@ -13,18 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from embedder.atomic import atomic_path, write_text
 from embedder.checkpoint import file_sha256, load_checkpoint
-from embedder.config import load_config
+from embedder.config import load_config, to_yaml
 from embedder.data import ImageBank, read_records
 from embedder.errors import CapawareError, run_cli
-from embedder.labels.graph import NeighbourGraph, read_graph, top_m_sorted, write_graph
+from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
 from embedder.model import build_model
 from embedder.records import select
 from embedder.spaces import build_graph, make_spaces
 from embedder.train import pick_device, slug, train_method
+from eval.retrieval import oracle_ranking, retrieve
 
 
 @dataclass
@@ -119,19 +119,18 @@ def oracle(track: Track, k: int, exclude_self: bool, cfg=None) -> tuple[np.ndarr
     idx, dist = [], []
     for start in range(0, len(track.query_idx), 256):
         rows = track.query_idx[start:start + 256]
-        d = track.eval_space.pairwise(rows, track.db_idx)
-        self_cols = (np.searchsorted(track.db_idx, rows) if exclude_self else None)
-        i = retrieve_from_dist(d, k, self_cols)
+        d = track.eval_space.pairwise(rows, track.db_idx).astype(np.float64)
+        if exclude_self:
+            d[np.arange(len(rows)), self_columns(track, rows)] = np.inf
+        i = oracle_ranking(d, k)
         idx.append(i)
         dist.append(np.take_along_axis(d, i, 1))
     return np.concatenate(idx), np.concatenate(dist)
 
 
-def retrieve_from_dist(d: np.ndarray, k: int, self_cols: np.ndarray | None) -> np.ndarray:
-    if self_cols is None:
-        d = np.concatenate([d, np.full((len(d), 1), np.inf)], 1)
-        self_cols = np.full(len(d), d.shape[1] - 1)
-    return top_m_sorted(d, self_cols, k)[0].astype(np.int64)
+def self_columns(track: Track, query_items: np.ndarray) -> np.ndarray:
+    """Database position of each query's own item (queries drawn from the database split)."""
+    return np.searchsorted(track.db_idx, query_items)
 
 
 def write_items(path: Path, records) -> None:
@@ -166,7 +165,7 @@ def resolve_init(cfg, track: Track, progress: bool):
 def run_study(cfg, progress: bool = True) -> Path:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(__import__("omegaconf").OmegaConf.to_yaml(cfg))
+    write_text(out / "config.yaml", to_yaml(cfg))
     track = prepare_track(cfg)
     k = min(cfg.eval.k, len(track.db_idx) - 1)
     ret_dir = out / "retrieval"
@@ -187,9 +186,8 @@ def run_study(cfg, progress: bool = True) -> Path:
                     return
         qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
         de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
-        self_cols = np.searchsorted(track.db_idx, track.query_idx) if exclude else None
-        d = (qe ** 2).sum(1)[:, None] - 2 * qe @ de.T + (de ** 2).sum(1)[None, :]
-        write_retrieval(dest, name, order, retrieve_from_dist(d, k, self_cols), track, ideal, source)
+        self_cols = self_columns(track, track.query_idx) if exclude else None
+        write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source)
 
     dims = list(cfg.dims) or [None]
     cfg = resolve_init(cfg, track, progress)

