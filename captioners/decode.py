@@ -3,8 +3,10 @@
 Written files::
 
     preds.json       COCO results format: [{"image_id": int, "caption": str}, ...] in the split's order
-    preds.meta.json  {"checkpoint", "config_hash", "split", "method", "beam_size", "temperature",
-                      "features", "n_images", "command"}: eval.captions copies config_hash from it
+    preds.meta.json  {"checkpoint", "config_hash", "core", "stage" (xe | rl: the checkpoint's, xe when
+                      absent), "split", "method", "beam_size", "temperature", "features", "n_images",
+                      "command"}: eval.captions copies config_hash from it; eval.results_table reads
+                      core, stage and the features file (whose backbone attribute says Img / Cap)
     --attention A.h5 (optional) image_id [N] int64, seq [N, T] int32 (0 after the end),
                      alpha [N, T, H*W] float16 (the attention that produced word t), caption [N] str;
                      attrs grid_h, grid_w, checkpoint, method, beam_size. Read by eval.attention_maps.
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     write_text(a.out, "[\n" + ",\n".join(json.dumps(r) for r in results) + "\n]\n")  # one caption per line
     command = " ".join(shlex.quote(x) for x in ["python", "-m", "captioners.decode", *(argv or sys.argv[1:])])
     meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": ckpt.get("config_hash"),
-            "split": split, "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,
+            "core": ckpt["model_args"]["core"], "stage": ckpt.get("stage", "xe"), "split": split,
+            "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,
             "features": str(Path(feats).resolve()), "n_images": len(results), "command": command}
     write_text(meta_path(a.out), json.dumps(meta, indent=1))
     if a.attention:

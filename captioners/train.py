@@ -6,7 +6,7 @@ every ``lr_decay_every`` epochs. After each epoch the validation images are deco
 CIDEr-D; the best one is kept as ``best.pt``. ``last.pt`` (atomic, RNG states included) lets a killed
 run resume to the same weights as an uninterrupted one. Outputs, all under ``out_dir``::
 
-    best.pt       weights + model_args + vocabulary + data paths: what captioners.decode needs
+    best.pt       weights + model_args + vocabulary + data paths + stage "xe": what captioners.decode needs
     last.pt       resumable training state (optimizer, step, RNG, best score, history)
     history.json  per validation: epoch, step, CIDEr-D, mean train loss, lr
     config.yaml   the merged config;  tb/  TensorBoard scalars
@@ -176,7 +176,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
               "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
-              "config_hash": config_hash(cfg),
+              "config_hash": config_hash(cfg), "stage": "xe",
               "att_grid": list(info.grid), "fingerprint": fingerprint}
 
     def checkpoint(done: bool) -> None:

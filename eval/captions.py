@@ -18,6 +18,11 @@ Written: ``--out`` metrics JSON::
 
 and with ``--per-image``: ``[{"image_id", "caption", "BLEU-1", ..., "CIDEr-D", "METEOR", "SPICE"}]``.
 Values are fractions as pycocoevalcap returns them (papers print x100).
+
+An empty (or blank) predicted caption is scored as a caption with no words, as coco-caption does:
+0 on every metric for that image (BLEU-n, METEOR, ROUGE-L, CIDEr-D, and SPICE when it runs), and it
+counts in the corpus averages. A prediction for an image outside the references' split, a
+references file of another shape, or no Java for ``--tokenizer ptb`` stop the CLI with one line.
 """
 from __future__ import annotations
 
@@ -80,22 +85,48 @@ def load_refs(path: str | Path, split: str = "test") -> tuple[dict[int, list[str
         if split not in (*KARPATHY_SPLITS, "all"):
             raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
         refs = {}
-        for img in data["images"]:
-            if img.get("split") in keep:
-                image_id = int(img["cocoid"] if "cocoid" in img else img["imgid"])
-                refs[image_id] = [s.get("raw") or " ".join(s["tokens"]) for s in img["sentences"]]
+        for k, img in enumerate(data["images"]):
+            try:
+                if img.get("split") in keep:
+                    image_id = int(img["cocoid"] if "cocoid" in img else img["imgid"])
+                    refs[image_id] = [_sentence(s) for s in img["sentences"]]
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                raise CapawareError(path, f"images[{k}] is not a Karpathy entry ({type(err).__name__}: {err}); "
+                                    "need cocoid or imgid, split, sentences [{raw | tokens}]",
+                                    "fix or regenerate the json") from None
         if not refs:
             raise CapawareError(path, f"no images in split {split!r}", "choose another --split")
         return refs, "karpathy"
     if isinstance(data, dict) and isinstance(data.get("annotations"), list):
         refs = {}
-        for ann in data["annotations"]:
-            refs.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]))
+        for k, ann in enumerate(data["annotations"]):
+            try:
+                refs.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]))
+            except (KeyError, TypeError, ValueError) as err:
+                raise CapawareError(path, f"annotations[{k}] is not {{\"image_id\": int, \"caption\": str}} "
+                                    f"({type(err).__name__}: {err})", "fix the entry") from None
         if not refs:
             raise CapawareError(path, "no annotations", "point at a COCO captions_*.json")
         return refs, "coco"
     raise CapawareError(path, "neither a Karpathy dataset_*.json nor a COCO captions_*.json",
                         "give the Karpathy split file or COCO's annotations/captions_val2014.json")
+
+
+def _sentence(s: dict) -> str:
+    raw = s.get("raw")
+    if isinstance(raw, str) and raw:
+        return raw
+    return " ".join(str(t) for t in s["tokens"])
+
+
+def check_coverage(preds: dict[int, str], refs: dict[int, list[str]], preds_path, refs_path, split: str | None) -> None:
+    """Every predicted image must have references: name both files and the split when one has none."""
+    unknown = sorted(set(preds) - set(refs))
+    if unknown:
+        where = f"split {split!r} of {refs_path}" if split else str(refs_path)
+        raise CapawareError(preds_path, f"{len(unknown)} of {len(preds)} predicted image ids are not in {where} "
+                            f"(e.g. {unknown[:5]})", "score against the references of the same split / dataset "
+                            "(--refs, --split)")
 
 
 def simple_tokenize(sentences: list[str]) -> list[str]:
@@ -127,6 +158,10 @@ def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor:
                             "score against the references of the same split / dataset")
     flat = [preds[i] for i in ids] + [r for i in ids for r in refs[i]]
     if tokenizer == "ptb":
+        if jv.java_info() is None:
+            raise CapawareError("java", "no Java runtime found on PATH; the PTB tokenizer (as the COCO server uses) "
+                                "is Java", f"{jv.JAVA_FIX}; or pass --tokenizer simple (no Java, METEOR and SPICE "
+                                "n/a, numbers not comparable to published ones)")
         java = jv.require_java()
         tokens = jv.ptb_tokenize(flat)
         tok_name = f"PTB (stanford-corenlp-3.4.1, Java {java.version})"
@@ -205,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
 
     preds = load_preds(a.preds)
     refs, kind = load_refs(a.refs, a.split)
+    check_coverage(preds, refs, a.preds, a.refs, a.split if kind == "karpathy" else None)
     n_split = len(refs) if kind == "karpathy" else len(set(preds) & set(refs))
     s = score_captions(preds, refs, meteor=not a.no_meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
                        spice_cache=None if a.spice_no_cache else a.spice_cache, tokenizer=a.tokenizer)
@@ -220,6 +256,8 @@ def main(argv: list[str] | None = None) -> None:
               "preds": str(Path(a.preds).resolve()), "refs": str(Path(a.refs).resolve()),
               "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),
               "config_hash": meta.get("config_hash"), "tokenizer": s.tokenizer, "command": command}
+    from eval.captions_discriminative import metrics_section  # issue #6 hook: uniqueness/novelty (Liu et al. 2018)
+    report["discriminativeness"] = metrics_section(preds, a.refs)
     out = Path(a.out) if a.out else Path(a.preds).with_name(Path(a.preds).stem + ".metrics.json")
     write_text(out, json.dumps(report, indent=1, allow_nan=False))
     if a.per_image:

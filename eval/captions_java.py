@@ -233,6 +233,8 @@ def spice_score(ids: list[int], hyps: list[str], refs: list[list[str]], corenlp:
             raise CapawareError("SPICE", f"java exited {proc.returncode}: {proc.stderr.strip()[-400:]}",
                                 "run python -m eval.doctor; pass --no-spice to score without it")
         results = {int(r["image_id"]): r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
-    per = [float(results[i]) if results.get(i) is not None else float("nan") for i in ids]
+    # SPICE gives no F-score (0/0) for a caption without words; such a caption scores 0, as elsewhere.
+    per = [0.0 if not hyp.strip() else float(results[i]) if results.get(i) is not None else float("nan")
+           for i, hyp in zip(ids, hyps)]
     valid = [p for p in per if p == p]
     return (sum(valid) / len(valid) if valid else float("nan")), per, note

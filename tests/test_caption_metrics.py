@@ -2,13 +2,18 @@
 is reported, not a crash; the Java parts (PTB tokenizer, METEOR) run offline. One METEOR start per
 module (its paraphrase table takes seconds to load)."""
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from embedder.errors import CapawareError
+from embedder.errors import CapawareError, run_cli
 from eval import captions_java as jv
 from eval.captions import load_preds, load_refs, main, score_captions
 
+ROOT = Path(__file__).resolve().parents[1]
 needs_java = pytest.mark.skipif(jv.java_info() is None, reason="no Java runtime")
 
 IMAGES = [
@@ -23,8 +28,12 @@ IMAGES = [
          "tokens": ["a", "man", "rides", "a", "bike", "down", "the", "street"]}]},
     {"cocoid": 4, "split": "val", "filename": "4.jpg", "sentences": [
         {"raw": "A plate of food.", "tokens": ["a", "plate", "of", "food"]}]},
+    {"cocoid": 5, "split": "test", "filename": "5.jpg", "sentences": [
+        {"raw": "A red kite in a blue sky.", "tokens": ["a", "red", "kite", "in", "a", "blue", "sky"]}]},
 ]
-PREDS = {1: "A dog runs on the green grass", 2: "a cat sleeping on a sofa", 3: "purple elephants fly"}
+TEST_IDS = [1, 2, 3, 5]
+# image 5's caption is empty (a decoder may emit EOS first): documented as 0 on every metric
+PREDS = {1: "A dog runs on the green grass", 2: "a cat sleeping on a sofa", 5: "", 3: "purple elephants fly"}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +64,8 @@ def scored(files, tmp_path_factory):
 def test_refs_from_karpathy_and_coco_formats(files, tmp_path):
     _, refs, _ = files
     gts, kind = load_refs(refs, "test")
-    assert kind == "karpathy" and sorted(gts) == [1, 2, 3] and gts[1][1] == "A brown dog, running outside!"
-    assert sorted(load_refs(refs, "all")[0]) == [1, 2, 3, 4]
+    assert kind == "karpathy" and sorted(gts) == TEST_IDS and gts[1][1] == "A brown dog, running outside!"
+    assert sorted(load_refs(refs, "all")[0]) == [1, 2, 3, 4, 5]
     coco = tmp_path / "captions_val2014.json"
     coco.write_text(json.dumps({"images": [{"id": 5}], "annotations": [
         {"image_id": 5, "id": 1, "caption": "A cat."}, {"image_id": 5, "id": 2, "caption": "Some cat"}]}))
@@ -86,6 +95,14 @@ def test_identical_prediction_scores_one_and_nonsense_zero(scored):
         assert min(per) < scored.metrics["METEOR"] < max(per)  # METEOR aggregates statistics over the corpus
 
 
+def test_empty_caption_scores_zero_on_every_metric_and_counts_in_the_mean(scored):
+    empty = scored.per_image[5]
+    assert set(empty) >= {"BLEU-1", "BLEU-4", "ROUGE-L", "CIDEr-D"}
+    assert all(v == pytest.approx(0.0, abs=1e-6) for v in empty.values()), empty
+    cider = [scored.per_image[i]["CIDEr-D"] for i in TEST_IDS]
+    assert scored.metrics["CIDEr-D"] == pytest.approx(sum(cider) / 4)  # averaged over all 4, the empty one too
+
+
 @needs_java
 def test_metrics_equal_pycocoevalcap_called_directly(scored):
     from pycocoevalcap.bleu.bleu import Bleu
@@ -94,14 +111,25 @@ def test_metrics_equal_pycocoevalcap_called_directly(scored):
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
     tok = PTBTokenizer()
-    gts = tok.tokenize({im["cocoid"]: [{"caption": s["raw"]} for s in im["sentences"]] for im in IMAGES[:3]})
-    res = tok.tokenize({i: [{"caption": c}] for i, c in PREDS.items()})
+    test = [im for im in IMAGES if im["split"] == "test"]
+    gts = tok.tokenize({im["cocoid"]: [{"caption": s["raw"]} for s in im["sentences"]] for im in test})
+    res = tok.tokenize({i: [{"caption": PREDS[i]}] for i in gts})
+    assert res[5] == [""]
     cider, cider_per = Cider().compute_score(gts, res)
     assert scored.metrics["CIDEr-D"] == pytest.approx(cider, abs=1e-9)
     assert [scored.per_image[i]["CIDEr-D"] for i in gts] == pytest.approx(list(cider_per), abs=1e-9)
-    bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
+    bleu, bleu_per = Bleu(4).compute_score(gts, res, verbose=0)
     assert [scored.metrics[f"BLEU-{n}"] for n in range(1, 5)] == pytest.approx(bleu, abs=1e-9)
-    assert scored.metrics["ROUGE-L"] == pytest.approx(Rouge().compute_score(gts, res)[0], abs=1e-9)
+    assert [scored.per_image[i]["BLEU-4"] for i in gts] == pytest.approx(bleu_per[3], abs=1e-9)
+    rouge, rouge_per = Rouge().compute_score(gts, res)
+    assert scored.metrics["ROUGE-L"] == pytest.approx(rouge, abs=1e-9)
+    assert [scored.per_image[i]["ROUGE-L"] for i in gts] == pytest.approx(list(rouge_per), abs=1e-9)
+    if "METEOR" not in scored.unavailable:  # pycocoevalcap's own wrapper: one more Java start (~5 s)
+        from pycocoevalcap.meteor.meteor import Meteor
+
+        meteor, meteor_per = Meteor().compute_score(gts, res)
+        assert scored.metrics["METEOR"] == pytest.approx(meteor, abs=1e-9)
+        assert [scored.per_image[i]["METEOR"] for i in gts] == pytest.approx(meteor_per, abs=1e-9)
 
 
 @needs_java
@@ -128,9 +156,10 @@ def test_cli_writes_metrics_with_command_and_config_hash(files, tmp_path, capsys
     assert set(report["metrics"]) == {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE"}
     assert report["metrics"]["SPICE"] is None and report["metrics"]["METEOR"] is None
     assert report["config_hash"] == "abc123" and report["command"].startswith("python -m eval.captions --preds")
-    assert report["n_images"] == 3 and report["n_split_images"] == 3
+    assert report["n_images"] == 4 and report["n_split_images"] == 4
     rows = json.loads(per.read_text())
-    assert [r["image_id"] for r in rows] == [1, 2, 3] and rows[0]["BLEU-1"] == pytest.approx(1.0, abs=1e-6)
+    assert [r["image_id"] for r in rows] == TEST_IDS and rows[0]["BLEU-1"] == pytest.approx(1.0, abs=1e-6)
+    assert rows[3]["caption"] == "" and rows[3]["CIDEr-D"] == 0.0
     assert "SPICE    unavailable" in capsys.readouterr().out
 
 
@@ -163,3 +192,60 @@ def test_doctor_quick(capsys):
     assert doctor(["--quick", "--corenlp-dir", "/nonexistent"]) == 0
     out = capsys.readouterr().out
     assert "ok      java" in out and "PTB tokenizer" in out and "SPICE models" in out and "fix:" in out
+
+
+def run_main(args: list[str], capsys) -> tuple[int, str]:
+    """The CLI as ``python -m eval.captions`` runs it: a CapawareError becomes one line and exit 2."""
+    with pytest.raises(SystemExit) as stop:
+        run_cli(lambda: main(args))
+    return stop.value.code, capsys.readouterr().err.strip()
+
+
+BAD_REFS = {
+    "a results list": [{"image_id": 1, "caption": "a dog"}],
+    "sentence without raw or tokens": {"images": [{"cocoid": 1, "split": "test", "sentences": [{"sentid": 0}]}]},
+    "image without cocoid or imgid": {"images": [{"split": "test", "sentences": [{"raw": "a dog"}]}]},
+    "sentences not a list of objects": {"images": [{"cocoid": 1, "split": "test", "sentences": ["a dog"]}]},
+    "annotation without caption": {"annotations": [{"image_id": 1, "id": 3}]},
+    "annotation with a text id": {"annotations": [{"image_id": "one", "caption": "a dog"}]},
+}
+
+
+@pytest.mark.parametrize("case", ["unknown image ids", *BAD_REFS])
+def test_bad_inputs_are_one_line_errors_naming_the_file(case, files, tmp_path, capsys):
+    _, refs, preds = files
+    if case == "unknown image ids":  # image 4 is a val image; 99 is nowhere
+        preds = tmp_path / "preds.json"
+        preds.write_text(json.dumps([{"image_id": 1, "caption": "a dog"}, {"image_id": 4, "caption": "food"},
+                                     {"image_id": 99, "caption": "a cat"}]))
+        named = preds
+    else:
+        refs = tmp_path / "refs.json"
+        refs.write_text(json.dumps(BAD_REFS[case]))
+        named = refs
+    code, err = run_main(["--preds", str(preds), "--refs", str(refs), "--split", "test", "--no-meteor",
+                          "--no-spice", "--tokenizer", "simple", "--out", str(tmp_path / "m.json")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: {named}:")
+    if case == "unknown image ids":
+        assert "2 of 3 predicted image ids are not in split 'test'" in err and "[4, 99]" in err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_no_java_on_path_is_one_line_and_simple_tokenizer_still_scores(files, tmp_path, capsys, monkeypatch):
+    _, refs, preds = files
+    args = ["--preds", str(preds), "--refs", str(refs), "--split", "test", "--out", str(tmp_path / "m.json"),
+            "--corenlp-dir", str(tmp_path)]
+    env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")  # no java on PATH
+    proc = subprocess.run([sys.executable, "-m", "eval.captions", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.strip().startswith("error: java: no Java runtime found on PATH") and "--tokenizer simple" in \
+        proc.stderr
+    monkeypatch.setenv("PATH", str(tmp_path))
+    main([*args, "--tokenizer", "simple"])
+    report = json.loads((tmp_path / "m.json").read_text())
+    assert report["metrics"]["METEOR"] is None and report["metrics"]["SPICE"] is None
+    assert "no Java runtime" in report["unavailable"]["METEOR"] and report["metrics"]["CIDEr-D"] > 0
+    assert report["tokenizer"].startswith("simple")

@@ -14,8 +14,8 @@ import torch
 
 from captioners.data import CaptionDataset, EpochBatches, collate, loader, read_feats_info
 from captioners.decoding import beam_search, decode, greedy, sample_loop, sequence_logprob
-from captioners.model import Captioner, caption_mask, xe_loss
-from captioners.prepro import UNK, decode_sequence, prepro, read_labels, read_vocab
+from captioners.model import Captioner, Encoded, caption_mask, xe_loss
+from captioners.prepro import UNK, build_vocab, decode_sequence, prepro, read_labels, read_vocab
 from embedder.errors import CapawareError
 from tests.fixtures_builders import write_karpathy
 
@@ -69,6 +69,15 @@ def test_prepro_hand_checked_vocab_and_labels(tmp_path):
     val = [decode_sequence(vocab, s) for s in lab.captions_of(2)]
     assert val == ["a UNK UNK", "a UNK UNK", "UNK UNK"]  # truncated to 3 words, unseen words -> UNK
     assert lab.lengths[lab.start_ix[2]:lab.end_ix[2]].tolist() == [3, 3, 2]
+
+
+def test_unk_threshold_is_seen_at_most_threshold_times():
+    caps = [["dog"] * 6, ["cat"] * 5, ["owl"]]  # dog 6 times, cat 5, owl once
+    assert build_vocab(caps, threshold=5) == ["dog", UNK]  # 5 = threshold -> UNK; 6 > threshold -> kept
+    assert build_vocab(caps, threshold=4) == ["dog", "cat", UNK]
+    assert build_vocab(caps, threshold=0) == ["dog", "cat", "owl", UNK]  # most frequent first
+    vocab = [""] + build_vocab(caps, threshold=5)
+    assert decode_sequence(vocab, [1, 2, 0, 1]) == "dog UNK"  # stops at the first 0
 
 
 def test_prepro_round_trip_on_synthetic_set(synth):
@@ -208,6 +217,26 @@ def test_xe_loss_decreases_when_overfitting_eight_images(core):
     assert losses[-1] < 0.5 * losses[0], losses
 
 
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_overfits_eight_images_then_greedy_decodes_their_captions_exactly(core):
+    """One caption per image, so 'the' caption of an image is well defined and greedy must find it."""
+    model = tiny_model(core, vocab=10, hidden=32, seed=0)
+    fc, att = torch.randn(8, 8), torch.randn(8, 4, 8)
+    g = torch.Generator().manual_seed(1)
+    seq = torch.zeros(8, 1, 6, dtype=torch.long)
+    for i, n in enumerate([3, 4, 5, 3, 4, 5, 2, 6]):  # 6 words: a caption ended by max_len, not by EOS
+        seq[i, 0, :n] = torch.randint(1, 11, (n,), generator=g)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        loss = xe_loss(model(fc, att, seq), seq.view(-1, 6))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05
+    decoded = greedy(model.eval(), fc, att, max_len=6).seq
+    assert decoded.tolist() == seq[:, 0].tolist()
+
+
 # --------------------------------------------------------------------------------------- decoding
 
 def peaked_model(core, vocab=3, seed=0):
@@ -218,9 +247,45 @@ def peaked_model(core, vocab=3, seed=0):
     return model
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+class PrefixTableModel:
+    """A 'captioner' whose log-probabilities are drawn at random for every (image, prefix): nothing is
+    smooth, so greedy, narrow beams and the true optimum disagree and every length (early EOS
+    included) can win, which a small random LSTM rarely shows (its optimum is nearly always the
+    empty caption). Same interface as Captioner: encode, init_state, step."""
+
+    def __init__(self, n_images: int, vocab: int, max_len: int, seed: int = 0, scale: float = 1.5):
+        g = torch.Generator().manual_seed(seed)
+        self.base, self.size = vocab + 1, (vocab + 1) ** max_len
+        self.table = torch.log_softmax(scale * torch.randn(n_images, self.size, vocab + 1, generator=g), -1)
+
+    def encode(self, fc, att):
+        idx = torch.arange(fc.size(0), dtype=torch.float32).view(-1, 1, 1)  # the image, carried as 'att'
+        return Encoded(None, idx, idx)
+
+    def init_state(self, n):
+        return torch.zeros(1, n, 1, dtype=torch.long), torch.zeros(1, n, 1, dtype=torch.long)
+
+    def code(self, prefix) -> int:
+        """The table row of a prefix (BOS = 0 adds a leading zero digit, so it does not change it)."""
+        c = 0
+        for w in prefix:
+            c = c * self.base + w
+        return c
+
+    def step(self, words, enc, state):
+        code = (state[0][0, :, 0] * self.base + words) % self.size  # ended rows wrap; their output is unused
+        image = enc.att[:, 0, 0].long()
+        return self.table[image, code], (code.view(1, -1, 1), state[1]), torch.ones(len(words), 1)
+
+    def score(self, image: int, words: tuple, max_len: int) -> float:
+        """Exact log-probability of a caption: its words, then EOS unless it fills max_len."""
+        target = list(words) + ([0] if len(words) < max_len else [])
+        return sum(self.table[image, self.code(words[:t]), w].item() for t, w in enumerate(target))
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "table"])
 def test_beam_one_equals_greedy(core):
-    model = peaked_model(core, vocab=6)
+    model = PrefixTableModel(5, 6, 7) if core == "table" else peaked_model(core, vocab=6)
     fc, att = torch.randn(5, 8), torch.randn(5, 4, 8)
     g, b = greedy(model, fc, att, max_len=7), beam_search(model, fc, att, beam_size=1, max_len=7)
     assert torch.equal(g.seq, b.seq)
@@ -236,16 +301,42 @@ def reference_logprob(model, fc, att, words, max_len):
     return sum(logp[t, w].item() for t, w in enumerate(target))
 
 
+def every_caption(V: int, T: int) -> list[tuple]:
+    """All 1 + V + ... + V^T captions: lengths 0..T (a shorter one ends with EOS), words 1..V."""
+    return [w for n in range(T + 1) for w in itertools.product(range(1, V + 1), repeat=n)]
+
+
+def test_wide_beam_is_exhaustive_search_on_a_four_word_vocabulary():
+    V, T, N = 4, 3, 16  # 85 captions per image; a beam of V^T = 64 holds all 1 + V + V^2 = 21 prefixes
+    model = PrefixTableModel(N, V, T, seed=0)
+    fc, att = torch.zeros(N, 1), torch.zeros(N, 1, 1)
+    full = beam_search(model, fc, att, beam_size=V ** T, max_len=T)
+    narrow, g = beam_search(model, fc, att, beam_size=2, max_len=T), greedy(model, fc, att, T)
+    best_lengths, greedy_misses, narrow_misses = set(), 0, 0
+    for b in range(N):
+        scores = {w: model.score(b, w, T) for w in every_caption(V, T)}
+        best = max(scores, key=scores.get)
+        assert tuple(t for t in full.seq[b].tolist() if t) == best
+        assert full.logprob[b].item() == pytest.approx(scores[best], abs=1e-5)
+        best_lengths.add(len(best))
+        greedy_misses += tuple(t for t in g.seq[b].tolist() if t) != best
+        narrow_words = tuple(t for t in narrow.seq[b].tolist() if t)
+        assert narrow.logprob[b].item() == pytest.approx(scores[narrow_words], abs=1e-5)
+        narrow_misses += narrow_words != best
+    # the case is not trivial: early EOS wins somewhere, and greedy / beam 2 miss the optimum somewhere
+    assert best_lengths & {1, 2} and greedy_misses > 0 and narrow_misses > 0
+    assert torch.allclose(sequence_logprob(model, fc, att, full.seq, T), full.logprob, atol=1e-5)
+
+
 @pytest.mark.parametrize("core", ["att2all2", "topdown"])
 def test_beam_search_finds_the_most_probable_sequence(core):
-    V, T = 3, 3
+    V, T = 4, 3
     model = peaked_model(core, vocab=V, seed=1)
     fc, att = torch.randn(2, 8), torch.randn(2, 4, 8)
     full = beam_search(model, fc, att, beam_size=V ** T, max_len=T)  # wide enough to hold every prefix
     narrow = beam_search(model, fc, att, beam_size=2, max_len=T)
     for b in range(2):
-        every = [w for n in range(T + 1) for w in itertools.product(range(1, V + 1), repeat=n)]
-        scores = {w: reference_logprob(model, fc[b], att[b], w, T) for w in every}
+        scores = {w: reference_logprob(model, fc[b], att[b], w, T) for w in every_caption(V, T)}
         best = max(scores, key=scores.get)
         found = tuple(t for t in full.seq[b].tolist() if t)
         assert found == best

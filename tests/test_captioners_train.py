@@ -41,6 +41,7 @@ def tiny(tmp_path_factory):
     feats = write_feats(root / "img.h5", lab.image_ids)
     with h5py.File(feats, "a") as f:
         f.attrs["att_grid"] = [2, 2]
+        f.attrs["backbone"] = "metric-learning"  # what stage two writes for a stage-one checkpoint: "Cap"
     return root, json_path, feats
 
 
@@ -77,6 +78,15 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
                for p in preds)
     meta = json.loads((tmp_path / "preds.meta.json").read_text())
     assert meta["beam_size"] == 2 and meta["config_hash"] == last["config_hash"]
+    assert (meta["core"], meta["stage"]) == (core, "xe")
+
+    from eval.captions import main as score_main
+    from eval.results_table import build_table
+    score_main(["--preds", str(preds_path), "--refs", str(json_path), "--split", "test", "--out",
+                str(tmp_path / "run" / "metrics_test.json"), "--no-meteor", "--no-spice", "--tokenizer", "simple"])
+    (row,), _ = build_table([tmp_path / "run"])  # the chain decode -> eval.captions -> results table
+    assert (row["core"], row["features"], row["training"], row["decoding"]) == (core, "Cap", "XE", "beam 2")
+    assert row["config_hash"] == last["config_hash"] and row["C"] is not None and row["S"] is None
     with h5py.File(att_path) as f:
         assert f["alpha"].shape == (4, 16, 4) and (f.attrs["grid_h"], f.attrs["grid_w"]) == (2, 2)
         n_words = [len(c.split()) for c in f["caption"].asstr()[:]]

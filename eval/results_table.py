@@ -1,0 +1,238 @@
+"""Captioning results in the layout of Kim et al.'s Table 1: ``python -m eval.results_table RUN... --out DIR``.
+
+Each RUN is a captioner run folder (every ``metrics_*.json`` / ``*.metrics.json`` in it is one row) or
+a metrics JSON of ``eval.captions`` itself. A row's identity is read from the files the captions came
+from, never from folder names, so a renamed folder or a swapped features file cannot mislabel it:
+
+    model     ``core`` of the predictions' meta (``PREDS.meta.json``, written by captioners.decode);
+              for an older meta, ``model.core`` of the config.yaml next to its checkpoint
+    features  attribute ``backbone`` of the features file the meta names (read with h5py):
+              imagenet | class-pretrained -> Img, metric-learning -> Cap, anything else -> Custom
+    training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
+
+Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
+M, R, S as fractions (as the paper prints them). A metric the run could not compute (SPICE without
+its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
+``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
+``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
+file, backbone, decoding and config hash).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import h5py
+
+from embedder.atomic import write_text
+from embedder.errors import CapawareError, run_cli
+
+COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
+DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
+MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down"}
+FEATURE_LABELS = {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap"}
+ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Custom"], "training": ["XE", "RL"]}
+STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.decode, then eval.captions)"
+
+
+def _json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CapawareError(path, f"{what} not found", STAGE3_FIX) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CapawareError(path, f"{what} is not valid JSON ({err})", STAGE3_FIX) from None
+    if not isinstance(data, dict):
+        raise CapawareError(path, f"{what} is not a JSON object", STAGE3_FIX)
+    return data
+
+
+def metrics_files(run: str | Path) -> list[Path]:
+    run = Path(run)
+    if run.is_file():
+        return [run]
+    if not run.is_dir():
+        raise CapawareError(run, "no such run folder or metrics file", "pass a captioner run folder (out_dir)")
+    found = sorted(set(run.glob("metrics_*.json")) | set(run.glob("*.metrics.json")))
+    if not found:
+        raise CapawareError(run, "no metrics_*.json in this run folder", STAGE3_FIX)
+    return found
+
+
+def features_label(path: Path) -> tuple[str, str, str]:
+    """(Img | Cap | Custom, backbone attribute, backbone_method attribute) from the file itself."""
+    if not path.is_file():
+        raise CapawareError(path, "features file named by the predictions' meta not found (the row's Img/Cap "
+                            "label is read from its backbone attribute)", "restore the file, or decode again")
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = {k: f.attrs.get(k, "") for k in ("backbone", "backbone_method")}
+    except OSError as err:
+        raise CapawareError(path, f"not a readable HDF5 file ({err})", "restore the features file") from None
+    backbone, method = (v.decode() if isinstance(v, bytes) else str(v) for v in attrs.values())
+    return FEATURE_LABELS.get(backbone, "Custom"), backbone, method
+
+
+def _model_core(meta: dict, meta_file: Path) -> str:
+    if meta.get("core"):
+        return str(meta["core"])
+    config = Path(str(meta.get("checkpoint", ""))).parent / "config.yaml"
+    if config.is_file():
+        from omegaconf import OmegaConf
+
+        core = OmegaConf.select(OmegaConf.load(config), "model.core")
+        if core:
+            return str(core)
+    raise CapawareError(meta_file, "names no model core, and no config.yaml lies next to its checkpoint",
+                        "decode again with python -m captioners.decode (its meta names the core)")
+
+
+def read_row(metrics_file: Path) -> dict:
+    """One table row from a metrics JSON and the predictions meta / features file behind it."""
+    report = _json(metrics_file, "metrics file")
+    values = report.get("metrics")
+    if not isinstance(values, dict) or "CIDEr-D" not in values:
+        raise CapawareError(metrics_file, "not an eval.captions metrics file (no metrics.CIDEr-D)", STAGE3_FIX)
+    preds = Path(str(report.get("preds", "")))
+    if not preds.name:
+        raise CapawareError(metrics_file, "does not name its predictions file", STAGE3_FIX)
+    meta_file = preds.with_name(preds.stem + ".meta.json")
+    if not meta_file.is_file():  # a moved run folder: look beside the metrics file
+        meta_file = metrics_file.with_name(meta_file.name)
+    meta = _json(meta_file, f"meta of the predictions {preds.name} (written by captioners.decode)")
+    if not meta.get("features"):
+        raise CapawareError(meta_file, "names no features file", "decode again with python -m captioners.decode")
+    label, backbone, backbone_method = features_label(Path(meta["features"]))
+    core = _model_core(meta, meta_file)
+    stage = str(meta.get("stage") or "xe").upper()
+    method, beam = meta.get("method", "?"), int(meta.get("beam_size") or 1)
+    decoding = f"beam {beam}" if method == "beam" and beam > 1 else "greedy" if method in ("beam", "greedy") \
+        else method
+    row = {"model": MODEL_NAMES.get(core, core), "core": core, "features": label, "training": stage}
+    row.update({col: _number(values.get(name)) for col, name in COLUMNS.items()})
+    row.update({"split": report.get("split"), "n_images": report.get("n_images"),
+                "n_split_images": report.get("n_split_images"), "decoding": decoding,
+                "metrics_file": _shown(metrics_file), "preds": str(preds), "features_file": str(meta["features"]),
+                "backbone": backbone, "backbone_method": backbone_method, "config_hash": report.get("config_hash"),
+                "unavailable": {col: report.get("unavailable", {}).get(name)
+                                for col, name in COLUMNS.items() if values.get(name) is None}})
+    return row
+
+
+def _number(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _shown(path: Path) -> str:
+    """Relative to the working folder when below it (readable tables), else absolute."""
+    path = path.resolve()
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    def rank(key: str, value: str) -> tuple[int, str]:
+        order = ORDER[key]
+        return (order.index(value), "") if value in order else (len(order), value)
+
+    return sorted(rows, key=lambda r: (rank("model", r["core"]), rank("features", r["features"]),
+                                       rank("training", r["training"])))
+
+
+def notes_of(rows: list[dict]) -> list[str]:
+    notes = []
+    for col in COLUMNS:
+        reasons = {r["unavailable"][col] or "not computed" for r in rows if col in r["unavailable"]}
+        for why in sorted(reasons):
+            notes.append(f"{col} ({COLUMNS[col]}) n/a: {why}")
+    keys = [(r["model"], r["features"], r["training"]) for r in rows]
+    for key in sorted({k for k in keys if keys.count(k) > 1}):
+        notes.append(f"{' / '.join(key)} appears more than once (one row per metrics file)")
+    for what in ("split", "decoding"):
+        if len({str(r[what]) for r in rows}) > 1:
+            notes.append(f"rows differ in {what} ({', '.join(sorted({str(r[what]) for r in rows}))}): not comparable")
+    for r in rows:
+        if r["n_split_images"] and r["n_images"] and r["n_images"] < r["n_split_images"]:
+            notes.append(f"{r['metrics_file']}: {r['n_images']} of the {r['n_split_images']} {r['split']} images")
+    if any(r["features"] == "Custom" for r in rows):
+        notes.append("Custom: features from a backbone that is neither ImageNet/class-pretrained (Img) nor "
+                     "metric learning (Cap); see the backbone column of the CSV/JSON")
+    return notes
+
+
+def _cell(row: dict, col: str) -> str:
+    v = row[col]
+    return "n/a" if v is None else f"{v:.{DIGITS[col]}f}"
+
+
+def markdown(rows: list[dict], notes: list[str]) -> str:
+    splits = sorted({str(r["split"]) for r in rows})
+    title = f"### Captioning, Karpathy {' / '.join(splits)} split (layout of Kim et al. 2019, Table 1)"
+    head = ["Model", "Features", "Training", *COLUMNS, "Images", "Decoding", "Metrics file"]
+    lines = [title, "", "| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * len(COLUMNS) + "---:|---|---|"]
+    prev = (None, None)
+    for r in rows:
+        model = "" if r["model"] == prev[0] else r["model"]
+        feats = "" if (r["model"], r["features"]) == prev else r["features"]
+        prev = (r["model"], r["features"])
+        cells = [model, feats, r["training"], *(_cell(r, c) for c in COLUMNS), str(r["n_images"]), r["decoding"],
+                 f"`{r['metrics_file']}`"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", ("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: "
+                   "class-supervised backbone (ImageNet / class-pretrained); Cap: caption-aware (metric learning). "
+                   "XE: cross-entropy; RL: self-critical fine-tuning.")]
+    lines += [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+CSV_FIELDS = ["model", "features", "training", *COLUMNS, "n_images", "split", "decoding", "metrics_file", "preds",
+              "features_file", "backbone", "backbone_method", "config_hash"]
+
+
+def to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in COLUMNS}})
+    return buf.getvalue()
+
+
+def build_table(runs: list[str | Path]) -> tuple[list[dict], list[str]]:
+    files = list(dict.fromkeys(p.resolve() for run in runs for p in metrics_files(run)))
+    rows = sort_rows([read_row(p) for p in files])
+    return rows, notes_of(rows)
+
+
+def write_table(runs: list[str | Path], out_dir: str | Path, command: str = "") -> str:
+    """Write captioning.{md,csv,json} into ``out_dir``; return the Markdown."""
+    rows, notes = build_table(runs)
+    out_dir = Path(out_dir)
+    text = markdown(rows, notes)
+    write_text(out_dir / "captioning.md", text)
+    write_text(out_dir / "captioning.csv", to_csv(rows))
+    write_text(out_dir / "captioning.json", json.dumps({"columns": COLUMNS, "rows": rows, "notes": notes,
+                                                         "command": command}, indent=1))
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="captioner run folders (out_dir) or metrics JSON files")
+    parser.add_argument("--out", required=True, help="folder for captioning.md / .csv / .json")
+    a = parser.parse_args(argv)
+    args = argv if argv is not None else sys.argv[1:]
+    text = write_table(a.runs, a.out, " ".join(shlex.quote(x) for x in ["python", "-m", "eval.results_table", *args]))
+    print(text + f"-> {os.path.join(a.out, 'captioning')}.{{md,csv,json}}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

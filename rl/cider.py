@@ -1,0 +1,336 @@
+"""CIDEr-D as a reward: pycocoevalcap's numbers, on token ids, with training-set document frequencies,
+for a whole batch at once.
+
+What is computed is exactly pycocoevalcap's ``CiderScorer`` (n-grams 1..4, tf-idf vectors, clipped
+products ``min(h, r) * r``, cosine per n, Gaussian length penalty with sigma 6, mean over n and over
+the references, x10), with two choices made the way SCST needs them (Rennie et al. 2017; self-critical
+.pytorch's "coco-train" CIDEr-D):
+
+- document frequencies and ``ref_len = log(#documents)`` come once from the training references
+  (one document = one image's set of captions), not from the batch, so a caption's reward does not
+  depend on which other images share its batch; they are cached in a small HDF5 file tied to the
+  labels file by its sha256 (:func:`load_or_build_doc_freq`);
+- captions are token-id rows; everything from the first 0 (EOS / pad) on is ignored, and the EOS
+  itself is not a word, so the reward is the CIDEr-D of the caption string captioners.decode writes.
+
+pycocoevalcap quirks kept on purpose, because "the same numbers" is the contract: the length in the
+penalty is the number of *bigrams* (``max(words - 1, 0)``: its ``if n == 1`` counts 2-grams), and a
+cosine whose norm is zero is left unnormalised (it is 0 anyway).
+
+Speed: n-grams of every caption in the batch (candidates and their references) are packed into
+int64 keys (bijective base V+1 digits: word ids are 1..V inside a caption), counted with one
+``np.unique``, and matched candidate-to-reference with one sorted join; no Python loop over captions.
+:func:`reference_cider_d` runs pycocoevalcap's own scorer with the same document frequencies, for the
+tests and benchmarks/bench_scst.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from captioners.prepro import Labels, read_labels
+from embedder.atomic import atomic_path
+from embedder.checkpoint import file_sha256
+from embedder.errors import CapawareError
+
+N = 4  # n-gram orders 1..N
+SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)
+DF_FORMAT = "capaware-cider-df-v1"
+
+
+def caption_lengths(seqs: np.ndarray) -> np.ndarray:
+    """Words before the first 0 in each row (the row's length if it has no 0)."""
+    zero = seqs == 0
+    return np.where(zero.any(1), zero.argmax(1), seqs.shape[1])
+
+
+def _check_base(base: int, n: int) -> None:
+    if base < 2 or base ** n >= 2 ** 63:
+        raise CapawareError("cider", f"vocabulary of {base - 1} words cannot pack {n}-grams into int64 keys",
+                            f"use fewer than {int(2 ** (63 / n)) - 1} words")
+
+
+@dataclass
+class NgramTable:
+    """Distinct n-grams of each row: one entry per (row, n-gram)."""
+    row: np.ndarray  # [E] which caption
+    dense: np.ndarray  # [E] index into keys
+    count: np.ndarray  # [E] term frequency in that caption
+    keys: np.ndarray  # [K] sorted distinct int64 keys of the whole table
+    order: np.ndarray  # [K] n - 1 of each key
+    lengths: np.ndarray  # [rows] words before the first EOS
+
+
+def ngram_table(seqs: np.ndarray, base: int, n: int = N) -> NgramTable:
+    """All 1..n-grams of every row of ``seqs`` [M, T] (tokens from the first 0 on ignored)."""
+    seqs = np.asarray(seqs, dtype=np.int64)
+    if seqs.ndim != 2:
+        raise ValueError(f"captions must be [M, T] token ids, got shape {seqs.shape}")
+    if seqs.size and (seqs.min() < 0 or seqs.max() >= base):
+        raise ValueError(f"token ids must lie in 0..{base - 1}, got {seqs.min()}..{seqs.max()}")
+    M, T = seqs.shape
+    lengths = caption_lengths(seqs)
+    inside = np.arange(T)[None, :] < lengths[:, None]
+    seqs = np.where(inside, seqs, 0)  # garbage after EOS can neither match nor overflow a key
+    rows, keys, orders = [], [], []
+    key = np.zeros((M, T), dtype=np.int64)
+    for k in range(1, min(n, T) + 1):
+        width = T - k + 1
+        key = key[:, :width] * base + seqs[:, k - 1:k - 1 + width]  # key of the k-gram starting at t
+        r, t = np.nonzero(np.arange(width)[None, :] + k <= lengths[:, None])
+        rows.append(r)
+        keys.append(key[r, t])
+        orders.append(np.full(len(r), k - 1, dtype=np.int8))
+    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    orders = np.concatenate(orders) if orders else np.zeros(0, np.int8)
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    K = max(len(uniq), 1)
+    pairs, counts = np.unique(rows * K + inverse, return_counts=True)
+    order = np.zeros(len(uniq), dtype=np.int8)
+    order[inverse] = orders
+    return NgramTable(pairs // K, pairs % K, counts, uniq, order, lengths)
+
+
+def decode_key(key: int, base: int) -> tuple[int, ...]:
+    """Word ids of a packed n-gram key (its base-``base`` digits, all non-zero)."""
+    digits = []
+    while key:
+        key, d = divmod(int(key), base)
+        digits.append(d)
+    return tuple(reversed(digits))
+
+
+@dataclass
+class DocFreq:
+    """Document frequencies of n-grams over a reference corpus (one document per image)."""
+    keys: np.ndarray  # [K] sorted int64 n-gram keys
+    counts: np.ndarray  # [K] images whose captions contain the n-gram
+    n_docs: int
+    base: int  # vocabulary size + 1 (word ids 1..V)
+    n: int = N
+
+    @property
+    def ref_len(self) -> float:
+        """pycocoevalcap's ``ref_len``: log of the number of documents."""
+        return float(np.log(float(self.n_docs)))
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        if len(self.keys) == 0:
+            return np.zeros(len(keys), dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[pos] == keys, self.counts[pos], 0)
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + c) for each (s, c), without a Python loop."""
+    counts = np.asarray(counts, dtype=np.int64)
+    before = np.cumsum(counts) - counts
+    return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(counts.sum())
+
+
+def build_doc_freq(labels: Labels, base: int, split: str = "train", n: int = N, chunk: int = 20000) -> DocFreq:
+    """Document frequencies from the captions of ``split``'s images (in chunks: bounded memory on COCO)."""
+    _check_base(base, n)
+    images = np.flatnonzero(labels.splits == split)
+    if len(images) == 0:
+        raise CapawareError(labels.path, f"no {split} images to count document frequencies on",
+                            "the reward's document frequencies come from the training split")
+    parts = []
+    for s in range(0, len(images), chunk):
+        ii = images[s:s + chunk]
+        counts = labels.end_ix[ii] - labels.start_ix[ii]
+        owner = np.repeat(np.arange(len(ii)), counts)
+        tab = ngram_table(labels.labels[_ranges(labels.start_ix[ii], counts)], base, n)
+        K = max(len(tab.keys), 1)
+        docs = np.unique(owner[tab.row] * K + tab.dense)  # distinct (image, n-gram) pairs
+        parts.append(tab.keys[docs % K])
+    keys, counts = np.unique(np.concatenate(parts), return_counts=True)
+    return DocFreq(keys, counts.astype(np.int64), len(images), base, n)
+
+
+def doc_freq_path(labels_path: str | Path, split: str = "train") -> Path:
+    return Path(labels_path).with_name(f"cider_df_{split}.h5")
+
+
+def load_or_build_doc_freq(labels_path: str | Path, split: str = "train", cache: str | Path | None = None,
+                           n: int = N) -> DocFreq:
+    """The cached document frequencies of ``labels_path``'s ``split``, rebuilt when the labels changed.
+
+    The cache's attributes name the labels file's sha256, the split and n, so a stale cache (prepro
+    rerun, another dataset) is never used.
+    """
+    labels_path = Path(labels_path)
+    cache = Path(cache) if cache else doc_freq_path(labels_path, split)
+    sha = file_sha256(labels_path)
+    if cache.is_file():
+        try:
+            with h5py.File(cache, "r") as f:
+                a = f.attrs
+                if (a.get("format"), a.get("labels_sha256"), a.get("split"), int(a.get("n", -1))) == \
+                        (DF_FORMAT, sha, split, n):
+                    return DocFreq(f["keys"][:], f["counts"][:], int(a["n_docs"]), int(a["base"]), n)
+        except OSError:
+            pass  # unreadable (half-copied): rebuilt below
+    labels = read_labels(labels_path)
+    with h5py.File(labels_path, "r") as f:
+        base = int(f.attrs["vocab_size"]) + 1
+    df = build_doc_freq(labels, base, split, n)
+    with atomic_path(cache) as tmp, h5py.File(tmp, "w") as f:
+        f.create_dataset("keys", data=df.keys)
+        f.create_dataset("counts", data=df.counts)
+        f.attrs.update(format=DF_FORMAT, labels_sha256=sha, labels=str(labels_path.resolve()), split=split, n=n,
+                       n_docs=df.n_docs, base=base)
+    return df
+
+
+def cider_d(cands: np.ndarray, cand_group: np.ndarray, refs: np.ndarray, ref_group: np.ndarray, df: DocFreq,
+            sigma: float = SIGMA) -> np.ndarray:
+    """CIDEr-D of each candidate row against the reference rows of its group -> [M] float64.
+
+    ``cands`` [M, T] and ``refs`` [R, T'] are token ids (0 ends a caption); ``cand_group`` [M] and
+    ``ref_group`` [R] say which image each row belongs to (small non-negative integers).
+    """
+    cands, refs = np.asarray(cands, np.int64), np.asarray(refs, np.int64)
+    cand_group, ref_group = np.asarray(cand_group, np.int64), np.asarray(ref_group, np.int64)
+    M = len(cands)
+    if M == 0:
+        return np.zeros(0)
+    sort = np.argsort(ref_group, kind="stable")
+    refs, ref_group = refs[sort], ref_group[sort]
+    n_groups = int(max(cand_group.max(), ref_group.max() if len(ref_group) else 0)) + 1
+    n_refs = np.bincount(ref_group, minlength=n_groups)
+    if (n_refs[cand_group] == 0).any():
+        raise ValueError("every candidate needs at least one reference caption of its image")
+    ref_start = np.cumsum(n_refs) - n_refs
+    T = max(cands.shape[1], refs.shape[1])
+    rows = np.concatenate([np.pad(cands, ((0, 0), (0, T - cands.shape[1]))),
+                           np.pad(refs, ((0, 0), (0, T - refs.shape[1])))])
+    n = df.n
+    tab = ngram_table(rows, df.base, n)
+    idf = df.ref_len - np.log(np.maximum(1.0, df.lookup(tab.keys).astype(np.float64)))
+    vec = tab.count * idf[tab.dense]  # tf-idf of each (caption, n-gram)
+    order = tab.order[tab.dense].astype(np.int64)
+    norm = np.sqrt(np.bincount(tab.row * n + order, weights=vec ** 2, minlength=len(rows) * n)).reshape(-1, n)
+    length = np.maximum(tab.lengths - 1, 0).astype(np.float64)  # pycocoevalcap's length: bigram count
+
+    # join candidate n-grams to the same n-grams of the references of the same image
+    K = max(len(tab.keys), 1)
+    is_cand = tab.row < M
+    group = np.where(is_cand, cand_group[np.minimum(tab.row, M - 1)],
+                     ref_group[np.clip(tab.row - M, 0, max(len(refs) - 1, 0))])
+    join = group * K + tab.dense
+    ref_e = np.flatnonzero(~is_cand)
+    ref_e = ref_e[np.argsort(join[ref_e], kind="stable")]
+    cand_e = np.flatnonzero(is_cand)
+    lo = np.searchsorted(join[ref_e], join[cand_e], "left")
+    hits = np.searchsorted(join[ref_e], join[cand_e], "right") - lo
+    c_idx = np.repeat(cand_e, hits)
+    r_idx = ref_e[_ranges(lo, hits)]
+    c_row, r_row = tab.row[c_idx], tab.row[r_idx] - M
+    j = r_row - ref_start[ref_group[r_row]]  # which reference of its image
+    R = int(n_refs.max())
+    h, r = vec[c_idx], vec[r_idx]
+    num = np.bincount((c_row * R + j) * n + order[c_idx], weights=np.minimum(h, r) * r,
+                      minlength=M * R * n).reshape(M, R, n)
+
+    # cosine per (candidate, reference, n), length penalty, mean over n, mean over references
+    slot = np.arange(R)[None, :]
+    valid = slot < n_refs[cand_group][:, None]
+    ref_row = np.where(valid, ref_start[cand_group][:, None] + slot, 0) + M
+    norm_h, norm_r = norm[:M][:, None, :], norm[ref_row]
+    both = (norm_h != 0) & (norm_r != 0)
+    val = np.where(both, num / np.where(both, norm_h * norm_r, 1.0), num)
+    delta = length[:M][:, None] - length[ref_row]
+    val = val * (np.e ** (-(delta ** 2) / (2 * sigma ** 2)))[..., None]
+    val = np.where(valid[..., None], val, 0.0)
+    return val.sum(1).mean(1) / n_refs[cand_group] * 10.0
+
+
+class CiderReward:
+    """CIDEr-D of sampled captions against their training image's references in labels.h5.
+
+    References are the labels' captions (truncated to max_length, rare words as UNK): the same word
+    ids the candidates are made of, as in self-critical.pytorch.
+    """
+
+    def __init__(self, labels: Labels, df: DocFreq, sigma: float = SIGMA):
+        _check_base(df.base, df.n)
+        self.labels, self.df, self.sigma = labels, df, sigma
+
+    def __call__(self, seqs, label_ix) -> np.ndarray:
+        """``seqs`` [M, T] token ids (tensor or array), ``label_ix`` [M] row of each one's image in labels."""
+        if hasattr(seqs, "detach"):
+            seqs = seqs.detach().cpu().numpy()
+        images, group = np.unique(np.asarray(label_ix, np.int64), return_inverse=True)
+        counts = self.labels.end_ix[images] - self.labels.start_ix[images]
+        refs = self.labels.labels[_ranges(self.labels.start_ix[images], counts)]
+        return cider_d(seqs, group, refs, np.repeat(np.arange(len(images)), counts), self.df, self.sigma)
+
+
+# ----------------------------------------------------------------------------- the reference (slow)
+
+def ids_to_string(seq) -> str:
+    """Token ids -> the space-separated string pycocoevalcap reads (stops at the first 0)."""
+    words = []
+    for t in seq:
+        if int(t) == 0:
+            break
+        words.append(str(int(t)))
+    return " ".join(words)
+
+
+def doc_freq_as_ngrams(df: DocFreq) -> dict[tuple[str, ...], float]:
+    """Our document frequencies in pycocoevalcap's form: {("12", "7"): 3.0, ...}."""
+    return {tuple(str(w) for w in decode_key(k, df.base)): float(c) for k, c in zip(df.keys.tolist(), df.counts)}
+
+
+class _CorpusSized(list):
+    """The batch's references, but ``len()`` answers the corpus size: pycocoevalcap sets
+    ``ref_len = log(len(crefs))`` inside compute_cider, and iterates the list itself (zip)."""
+
+    def __init__(self, items, n_docs: int):
+        super().__init__(items)
+        self.n_docs = n_docs
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+
+class FrozenDocFreq(dict):
+    """Read-only document frequencies: a missing n-gram reads 0 without being inserted."""
+
+    def __missing__(self, key):
+        return 0.0
+
+
+def fixed_df_scorer(document_frequency: dict, n_docs: int, sigma: float = SIGMA):
+    """pycocoevalcap's CiderScorer whose document frequencies and ref_len are given, not counted on the
+    batch. Only the two corpus hooks are replaced; cooking, tf-idf, clipping and penalty are its own."""
+    from pycocoevalcap.cider.cider_scorer import CiderScorer
+
+    frozen = document_frequency if isinstance(document_frequency, FrozenDocFreq) else FrozenDocFreq(document_frequency)
+
+    class FixedDfCiderScorer(CiderScorer):
+        def compute_doc_freq(self):
+            self.document_frequency = frozen
+
+        def compute_score(self, option=None, verbose=0):
+            self.compute_doc_freq()
+            self.crefs = _CorpusSized(self.crefs, n_docs)
+            scores = np.array(self.compute_cider())
+            return float(np.mean(scores)), scores
+
+    return FixedDfCiderScorer(n=N, sigma=sigma)
+
+
+def reference_cider_d(cands: list[str], refs: list[list[str]], document_frequency: dict, n_docs: int,
+                      sigma: float = SIGMA) -> np.ndarray:
+    """CIDEr-D of caption strings by pycocoevalcap itself, with the given corpus document frequencies."""
+    scorer = fixed_df_scorer(document_frequency, n_docs, sigma)
+    for cand, ref in zip(cands, refs):
+        scorer += (cand, ref)
+    return scorer.compute_score()[1]

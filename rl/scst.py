@@ -1,0 +1,71 @@
+"""Self-critical sequence training, the math (Rennie et al. 2017): sampling with gradients, the two
+baselines, the policy-gradient loss. Pure tensor/array code; the loop is rl/train.py.
+
+For a caption w^s sampled from the model, loss = -(r(w^s) - b) * log p(w^s), where log p(w^s) sums the
+log-probabilities of its words *and of the EOS that ends it* (the EOS is an action too: stopping
+early is what the length penalty of CIDEr-D rewards or punishes), and nothing after the EOS.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from captioners import decoding
+from captioners.decoding import Decoded
+
+
+def sample_captions(model, fc: torch.Tensor, att: torch.Tensor, n: int, max_len: int, temperature: float = 1.0,
+                    generator: torch.Generator | None = None) -> Decoded:
+    """``n`` multinomial samples per image (rows image-major: image 0's n, then image 1's, ...).
+
+    This is the decoders' shared sampler (captioners.decoding.sample_loop) with autograd on, so the
+    sample and its log-probability come from the same forward pass (same dropout masks): its
+    ``logprob`` is exactly log p(w^s) as defined above. With ``temperature`` != 1 the samples come from
+    the sharpened distribution but the log-probability stays the model's.
+    """
+    loop = getattr(decoding.sample_loop, "__wrapped__", None)
+    if loop is None:  # the decorator changed: fail loudly rather than train without gradients
+        raise RuntimeError("captioners.decoding.sample_loop is no longer a no_grad-wrapped function")
+    with torch.enable_grad():
+        return loop(model, fc.repeat_interleave(n, 0), att.repeat_interleave(n, 0), max_len, temperature, generator)
+
+
+@torch.no_grad()
+def greedy_captions(model, fc: torch.Tensor, att: torch.Tensor, max_len: int) -> torch.Tensor:
+    """The test-time caption of each image (greedy, eval mode: no dropout), the paper's baseline."""
+    was_training = model.training
+    model.eval()
+    try:
+        return decoding.greedy(model, fc, att, max_len).seq
+    finally:
+        model.train(was_training)
+
+
+def mean_of_others(rewards: np.ndarray) -> np.ndarray:
+    """[B, n] rewards of n samples per image -> each sample's baseline: the mean of the image's other
+    n - 1 samples (leave-one-out, so a sample's baseline does not depend on its own reward)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    n = rewards.shape[1]
+    if n < 2:
+        raise ValueError("the mean-of-others baseline needs at least 2 samples per image")
+    return (rewards.sum(1, keepdims=True) - rewards) / (n - 1)
+
+
+def baseline(kind: str, rewards: np.ndarray, greedy_rewards: np.ndarray | None = None) -> np.ndarray:
+    """Each sample's baseline, [B, n]: ``greedy`` = its image's greedy-caption reward (``greedy_rewards``
+    [B]), ``mean`` = the mean reward of its image's other samples."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    if kind == "greedy":
+        if greedy_rewards is None:
+            raise ValueError("the greedy baseline needs the greedy captions' rewards")
+        return np.repeat(np.asarray(greedy_rewards, np.float64).reshape(-1, 1), rewards.shape[1], 1)
+    if kind == "mean":
+        return mean_of_others(rewards)
+    raise ValueError(f"unknown baseline {kind!r}; use greedy or mean")
+
+
+def scst_loss(logprob: torch.Tensor, reward, baseline) -> torch.Tensor:
+    """Mean over samples of -(r - b) * log p(w^s); reward and baseline carry no gradient."""
+    adv = torch.as_tensor(np.asarray(reward, np.float64) - np.asarray(baseline, np.float64),
+                          dtype=logprob.dtype, device=logprob.device)
+    return -(adv.reshape(-1) * logprob.reshape(-1)).mean()

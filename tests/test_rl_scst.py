@@ -1,0 +1,281 @@
+"""SCST math (rl/scst.py) and loop (rl/train.py): the two baselines as defined, the log-likelihood term
+(words + EOS, nothing after), SCST raising the *exact* expected CIDEr-D of a toy captioner, and a killed
+RL run resuming to the uninterrupted run's checkpoints. Tiny sizes, one thread."""
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from captioners.decoding import greedy, sequence_logprob
+from captioners.model import Captioner
+from captioners.prepro import Labels
+from embedder.errors import CapawareError
+from rl.cider import CiderReward, build_doc_freq
+from rl.config import load_scst_config
+from rl.scst import baseline, greedy_captions, mean_of_others, sample_captions, scst_loss
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------ math
+
+def test_mean_baseline_is_the_mean_of_the_other_samples():
+    r = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 6.0]])
+    expect = np.array([[2.5, 2.0, 1.5], [3.0, 3.0, 0.0]])
+    np.testing.assert_allclose(mean_of_others(r), expect)
+    np.testing.assert_allclose(baseline("mean", r), expect)
+    with pytest.raises(ValueError):
+        mean_of_others(np.ones((2, 1)))
+
+
+def test_greedy_baseline_is_the_eval_mode_greedy_captions_reward():
+    torch.manual_seed(0)
+    model = Captioner("topdown", vocab_size=5, fc_feat_size=6, att_feat_size=6, input_encoding_size=8, rnn_size=8,
+                      att_hid_size=4, drop_prob_lm=0.5).train()
+    fc, att = torch.randn(3, 6), torch.randn(3, 4, 6)
+    seq = greedy_captions(model, fc, att, 5)
+    assert model.training  # restored
+    model.eval()
+    assert torch.equal(seq, greedy(model, fc, att, 5).seq)  # no dropout in the baseline's caption
+    np.testing.assert_allclose(baseline("greedy", np.zeros((3, 4)), np.array([0.5, 1.0, 2.0])),
+                               np.array([[0.5] * 4, [1.0] * 4, [2.0] * 4]))
+    with pytest.raises(ValueError):
+        baseline("greedy", np.zeros((3, 4)))
+
+
+def test_loss_gradient_is_minus_advantage_times_grad_logprob():
+    logp = torch.tensor([-1.0, -2.0, -0.5], requires_grad=True)
+    loss = scst_loss(logp, np.array([1.0, 0.2, 0.7]), np.array([0.5, 0.5, 0.7]))
+    loss.backward()
+    np.testing.assert_allclose(logp.grad.numpy(), -np.array([0.5, -0.3, 0.0]) / 3, atol=1e-7)
+    assert loss.item() == pytest.approx(-(0.5 * -1.0 + -0.3 * -2.0) / 3)
+
+
+def tiny_captioner(core="att2all2", vocab=4, seed=0, drop=0.0):
+    torch.manual_seed(seed)
+    return Captioner(core, vocab_size=vocab, fc_feat_size=4, att_feat_size=4, input_encoding_size=8, rnn_size=12,
+                     att_hid_size=6, drop_prob_lm=drop)
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_sample_logprob_is_words_plus_eos_and_ignores_what_follows(core):
+    model = tiny_captioner(core).eval()
+    fc, att = torch.randn(3, 4), torch.randn(3, 2, 4)
+    dec = sample_captions(model, fc, att, n=4, max_len=5, generator=torch.Generator().manual_seed(0))
+    assert dec.logprob.requires_grad and dec.seq.shape == (12, 5)
+    fc4, att4 = fc.repeat_interleave(4, 0), att.repeat_interleave(4, 0)
+    with torch.no_grad():
+        forced = sequence_logprob(model, fc4, att4, dec.seq, 5)
+        ends = (dec.seq == 0).int().argmax(1)
+        dirty = dec.seq.clone()
+        for k in range(len(dirty)):  # garbage after the EOS of every caption that has one
+            if (dec.seq[k] == 0).any():
+                dirty[k, ends[k] + 1:] = torch.randint(1, 5, (5 - ends[k] - 1,))
+        forced_dirty = sequence_logprob(model, fc4, att4, dirty, 5)
+    torch.testing.assert_close(dec.logprob.detach(), forced, rtol=0, atol=1e-5)
+    torch.testing.assert_close(forced_dirty, forced, rtol=0, atol=0)
+    adv = np.linspace(-1, 1, 12)
+    assert scst_loss(forced_dirty, adv, 0 * adv).item() == pytest.approx(scst_loss(dec.logprob, adv, 0 * adv).item(),
+                                                                        abs=1e-5)
+
+
+# ---------------------------------------------------------------- toy problem: exact expectation
+
+TOY_REFS = [[[1, 2, 0], [1, 2, 3]], [[3, 4, 0], [4, 3, 0]], [[2, 0, 0], [2, 1, 0]]]
+
+
+def toy_reward() -> CiderReward:
+    rows = [r for refs in TOY_REFS for r in refs]
+    counts = [len(r) for r in TOY_REFS]
+    labels = Labels(labels=np.array(rows), lengths=None, start_ix=np.cumsum(counts) - counts,
+                    end_ix=np.cumsum(counts), image_ids=np.arange(3), splits=np.array(["train"] * 3), max_length=3,
+                    path="toy")
+    return CiderReward(labels, build_doc_freq(labels, base=5))
+
+
+def all_captions(vocab=4, max_len=3) -> torch.Tensor:
+    """Every caption a decoder of max_len steps can emit: words then EOS, or max_len words."""
+    out = []
+    for n in range(max_len + 1):
+        for words in itertools.product(range(1, vocab + 1), repeat=n):
+            out.append(list(words) + [0] * (max_len - n))
+    return torch.tensor(out)
+
+
+@torch.no_grad()
+def expected_reward(model, fc, att, reward) -> float:
+    """Exact E[CIDEr-D] under the eval-mode policy, by enumerating all 85 captions per image."""
+    model.eval()
+    caps = all_captions()
+    total = 0.0
+    for i in range(len(fc)):
+        logp = sequence_logprob(model, fc[i:i + 1].expand(len(caps), -1), att[i:i + 1].expand(len(caps), -1, -1),
+                                caps, 3)
+        p = logp.exp().numpy().astype(np.float64)
+        assert abs(p.sum() - 1.0) < 1e-4
+        total += float(p @ reward(caps.numpy(), np.full(len(caps), i)))
+    return total / len(fc)
+
+
+@pytest.mark.parametrize("kind", ["greedy", "mean"])
+def test_scst_raises_the_exact_expected_cider_d_of_a_toy_captioner(kind):
+    reward = toy_reward()
+    model = tiny_captioner(seed=1)
+    torch.manual_seed(2)
+    fc, att = torch.randn(3, 4), torch.randn(3, 2, 4)
+    label_ix = np.arange(3)
+    before = expected_reward(model, fc, att, reward)
+    opt = torch.optim.Adam(model.parameters(), lr=0.03)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(40):
+        model.train()
+        greedy_r = reward(greedy_captions(model, fc, att, 3), label_ix) if kind == "greedy" else None
+        dec = sample_captions(model, fc, att, 6, 3, generator=gen)
+        r = reward(dec.seq, np.repeat(label_ix, 6)).reshape(3, 6)
+        loss = scst_loss(dec.logprob, r, baseline(kind, r, greedy_r))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    after = expected_reward(model, fc, att, reward)
+    best = np.mean([reward(np.array([refs[1]]), [i])[0] for i, refs in enumerate(TOY_REFS)])
+    assert after > before + 0.5 * (best - before), (before, after, best)
+
+
+# -------------------------------------------------------------------------------- the loop (CLI)
+
+@pytest.fixture(scope="module")
+def xe_run(tmp_path_factory):
+    """A tiny XE captioner (16 train images, 2 x 2 x 8 features, 1 epoch) to start SCST from."""
+    import h5py
+
+    from captioners.config import load_captioner_config
+    from captioners.prepro import prepro, read_labels
+    from captioners.train import train as xe_train
+    from embedder.synthetic import generate_captions
+    from tests.test_captioners import write_feats
+
+    root = tmp_path_factory.mktemp("rlloop")
+    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
+    prepro(json_path, root / "prep", threshold=1, max_length=16)
+    feats = write_feats(root / "img.h5", read_labels(root / "prep" / "labels.h5").image_ids)
+    with h5py.File(feats, "a") as f:
+        f.attrs["att_grid"] = [2, 2]
+    data = [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
+            f"data.features={feats}", "val.batch_size=3"]
+    xe = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", data + [
+        f"out_dir={root / 'xe'}", "model.rnn_size=16", "model.input_encoding_size=12", "model.att_hid_size=8",
+        "model.drop_prob_lm=0.1", "train.batch_size=4", "train.epochs=1", "train.lr=5e-3"])
+    best = xe_train(xe, progress=False)
+    return root, data, best
+
+
+def rl_overrides(xe_run, out: Path, *extra: str) -> list[str]:
+    _, data, best = xe_run
+    return data + [f"init={best}", f"out_dir={out}", "train.batch_size=4", "train.epochs=2", "train.lr=5e-3",
+                   "train.samples_per_image=3", "train.ckpt_every=2", "train.log_every=1", *extra]
+
+
+def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
+    from rl.train import train
+
+    _, _, xe_best = xe_run
+    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", rl_overrides(xe_run, tmp_path / "rl"))
+    best = train(cfg, progress=False)
+    history = json.loads((tmp_path / "rl" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == [0, 1, 2]
+    xe = torch.load(xe_best, weights_only=True)
+    assert history[0]["cider_d"] == pytest.approx(xe["val_cider"], abs=1e-9)  # epoch 0 = the XE model
+    assert all(h["reward"] is not None and h["baseline"] is not None for h in history[1:])
+    ckpt = torch.load(best, weights_only=True)
+    assert ckpt["val_cider"] == pytest.approx(max(h["cider_d"] for h in history))
+    assert ckpt["init_sha256"] and list(ckpt["vocab"]) == list(xe["vocab"])
+    acc = EventAccumulator(str(tmp_path / "rl" / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"scst/reward", "scst/baseline", "scst/advantage", "val/cider_d", "val/unique_captions"} <= tags
+    assert train(cfg, progress=False) == best  # finished: not retrained
+
+    from captioners.decode import main as decode_main
+    decode_main(["--checkpoint", str(best), "--split", "test", "--out", str(tmp_path / "preds.json"),
+                 "--no-progress", "--beam-size", "2"])
+    assert len(json.loads((tmp_path / "preds.json").read_text())) == 4
+    assert json.loads((tmp_path / "preds.meta.json").read_text())["stage"] == "rl"  # eval.results_table's XE/RL
+
+
+def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
+    from rl.train import StopRequested, train
+
+    cfg_path = ROOT / "configs/demo_topdown_scst.yaml"  # a Top-Down config may start from any captioner's best.pt
+    train(load_scst_config(cfg_path, rl_overrides(xe_run, tmp_path / "full")), progress=False)
+
+    killed = rl_overrides(xe_run, tmp_path / "killed")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "rl.train", "--config", str(cfg_path), *killed,
+                           "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
+    state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
+    assert state["step"] == 2 and not state["done"]
+    with pytest.raises(StopRequested):  # killed again, in the second epoch
+        train(load_scst_config(cfg_path, killed + ["train.stop_after_steps=6"]), progress=False)
+    train(load_scst_config(cfg_path, killed), progress=False)
+
+    for name in ("last.pt", "best.pt"):
+        a = torch.load(tmp_path / "full" / name, weights_only=True)
+        b = torch.load(tmp_path / "killed" / name, weights_only=True)
+        assert a["step"] == b["step"]
+        for key in a["model"]:
+            assert torch.equal(a["model"][key], b["model"][key]), (name, key)
+    h_full = json.loads((tmp_path / "full" / "history.json").read_text())
+    h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
+    assert h_full == h_killed
+
+    with pytest.raises(CapawareError, match="another config"):
+        train(load_scst_config(cfg_path, killed + ["train.lr=1e-3"]), progress=False)
+
+
+def test_config_checks_and_paper_settings(xe_run, tmp_path):
+    from rl.train import train
+
+    for name in ("coco_att2all2_scst", "coco_topdown_scst", "demo_att2all2_scst", "demo_topdown_scst"):
+        cfg = load_scst_config(ROOT / f"configs/{name}.yaml")
+        assert cfg.name == name and cfg.reward.sigma == 6.0
+        assert (cfg.train.baseline, cfg.train.sample_dropout) == (("greedy", True) if "coco" in name else ("mean", False))
+    coco = load_scst_config(ROOT / "configs/coco_topdown_scst.yaml", ["data.features=cap"])
+    assert (coco.train.batch_size, coco.train.lr, coco.train.epochs, coco.train.samples_per_image) == (32, 5e-4, 30, 5)
+    assert coco.init == "runs/coco/captioners/cap_topdown/best.pt" and coco.out_dir.endswith("cap_topdown_scst")
+    with pytest.raises(CapawareError, match="nonsense"):
+        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.nonsense=1"])
+    with pytest.raises(CapawareError, match="samples_per_image"):
+        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.baseline=mean", "train.samples_per_image=1"])
+    with pytest.raises(CapawareError, match="train.baseline"):
+        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.baseline=beam"])
+
+    _, data, _ = xe_run
+    other = tmp_path / "other.h5"
+    import shutil
+    shutil.copy(data[3].split("=", 1)[1], other)
+    wrong = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+                             rl_overrides(xe_run, tmp_path / "w") + [f"data.features={other}"])
+    with pytest.raises(CapawareError, match="trained on the features"):  # Img checkpoint, Cap features
+        train(wrong, progress=False)
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    args = rl_overrides(xe_run, tmp_path / "m") + [f"init={tmp_path / 'nope.pt'}"]
+    proc = subprocess.run([sys.executable, "-m", "rl.train", "--config", "configs/demo_att2all2_scst.yaml", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "XE checkpoint not found" in proc.stderr and "Traceback" not in proc.stderr
