@@ -177,8 +177,8 @@ def main() -> None:
     print(f"  {1 / per_step:.2f} steps/s ({per_step * 1e3:.0f} ms/step), of which reward "
           f"{np.mean(t_reward) * 1e3:.1f} ms (pycocoevalcap would add ~{(t_ref / t_ours - 1) * np.mean(t_reward) * 1e3:.0f}"
           f" ms)")
-    print(f"  peak RSS {rss2 / 1024:.0f} MiB (process start {rss0 / 1024:.0f} MiB, after setup + 1 step "
-          f"{rss1 / 1024:.0f} MiB)")
+    print(f"  peak RSS {rss2 / 1024:.0f} MiB: imports {rss0 / 1024:.0f} MiB, then data, reward tables, model "
+          f"and one warm-up step {rss1 / 1024:.0f} MiB, then {args.steps} timed steps +{(rss2 - rss1) / 1024:.0f} MiB")
     if tmp is not None:
         tmp.cleanup()
 

@@ -89,6 +89,7 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
+    precision: str = "float32"  # bfloat16: autocast the trunk (1.8x faster on CPUs with AMX); head and loss stay float32
     ckpt_every: int = 50  # steps between checkpoints (and at the end)
     log_every: int = 10
     stop_after_steps: Optional[int] = None  # testing aid: exit abruptly after this step, like a kill

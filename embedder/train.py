@@ -128,6 +128,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
     params = list(model.parameters()) + list(criterion.parameters())
     lr = method.lr if method.lr is not None else t.lr
+    if t.precision not in ("float32", "bfloat16"):
+        raise CapawareError("train.precision", f"unknown precision {t.precision!r}", "use float32 or bfloat16")
     if t.optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
     elif t.optimizer == "adam":
@@ -170,7 +172,9 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         StepBatches(sampler, bank, space, nn_idx, t.positives, step, total), batch_size=None,
         shuffle=False, num_workers=workers, persistent_workers=False, prefetch_factor=2 if workers else None)
     for images, anchors, label_dist, positive in loader:
-        emb = model(normalise(images, device))
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=t.precision == "bfloat16"):
+            features = model.trunk(normalise(images, device))
+        emb = model.head(features.float())  # head and loss in float32: the log-ratio needs precise distances
         loss = criterion(emb, anchors.to(device), label_dist.to(device), positive.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()

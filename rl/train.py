@@ -9,7 +9,8 @@ Outputs under ``out_dir``, the same files as captioners.train (``best.pt`` is re
 captioners.decode)::
 
     best.pt  last.pt (resumable: optimizer, step, torch + sampling RNG, history)  history.json
-    config.yaml  tb/ (scst/reward, scst/baseline, scst/advantage, scst/loss, val/cider_d, val/unique ...)
+    config.yaml  tb/ (scst/reward, scst/baseline, scst/advantage, scst/advantage_abs, scst/loss, val/cider_d,
+                     val/unique_captions, val/novel_captions, val/vocab_size, val/mean_length)
 """
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     fingerprint = run_fingerprint(cfg, init_sha)
 
     last, best_path = out / "last.pt", out / "best.pt"
-    step, best, history, stats = 0, -math.inf, [], {"reward": [], "baseline": [], "advantage": []}
+    step, best, history = 0, -math.inf, []
+    stats = {"reward": [], "baseline": [], "advantage": [], "advantage_abs": []}  # per step, this epoch
     if last.is_file():
         state = load_checkpoint(last)
         if state["fingerprint"] != fingerprint:
@@ -187,7 +189,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
             opt.step()
             step += 1
-            for key, value in (("reward", r.mean()), ("baseline", base.mean()), ("advantage", (r - base).mean())):
+            for key, value in (("reward", r.mean()), ("baseline", base.mean()), ("advantage", (r - base).mean()),
+                               ("advantage_abs", np.abs(r - base).mean())):  # the mean baseline's mean advantage is 0
                 stats[key].append(float(value))
             bar.update(1)
             if step % t.log_every == 0:
@@ -214,10 +217,9 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     writer.close()
     print(f"scst {cfg.name}: {step} steps from {cfg.init}, best val CIDEr-D {best:.3f} -> {best_path}")
     for h in history:
-        r = "-" if h["reward"] is None else f"{h['reward']:.3f}"
-        a = "-" if h["advantage"] is None else f"{h['advantage']:+.3f}"
+        r, b, a = ("-" if h.get(k) is None else f"{h[k]:.3f}" for k in ("reward", "baseline", "advantage_abs"))
         print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  unique {h['unique_captions']:.0%}  "
-              f"train reward {r}  advantage {a}  lr {h['lr']:.2e}")
+              f"train reward {r}  baseline {b}  |r - b| {a}  lr {h['lr']:.2e}")
     return best_path
 
 

@@ -2,7 +2,7 @@
 # The embedded-default demo: every stage on synthetic data in the real formats, on a CPU.
 # Stage one: pose, layout and caption retrieval studies (data generated on first use) -> results/.
 # Stage two: "Img" (class-pretrained) and "Cap" (caption-aware) feature files -> runs/demo/features/.
-# Stage three: Att2all2 and Top-Down (XE) on both feature files -> results/captioning/.
+# Stage three: Att2all2 and Top-Down, XE then SCST, on both feature files -> results/captioning/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -18,7 +18,13 @@ for model in att2all2 topdown; do
     bash scripts/stage3_captioners.sh "configs/demo_${model}.yaml" "data.features=${features}"
   done
 done
-python -m eval.results_table runs/demo/captioners/{img,cap}_{att2all2,topdown} --out results/captioning > /dev/null
+# Stage three, part two: self-critical training (CIDEr-D reward) from each XE run.
+for model in att2all2 topdown; do
+  for features in img cap; do
+    bash scripts/stage3_rl.sh "configs/demo_${model}_scst.yaml" "data.features=${features}"
+  done
+done
+python -m eval.results_table runs/demo/captioners/{img,cap}_{att2all2,topdown}{,_scst} --out results/captioning > /dev/null
 echo
 for track in pose layout caption; do cat "results/demo_${track}/retrieval.md"; echo; done
 echo "features: runs/demo/features/img.h5 (Img), runs/demo/features/cap.h5 (Cap), both verified"
