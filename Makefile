@@ -21,10 +21,12 @@ demo: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
 
 test: venv
-	$(PY) -m pytest
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
 
+# Speed measurements (minutes; each prints the command that reproduces it and its ratios).
 bench: venv
-	$(PY) benchmarks/bench_log_ratio.py
+	for b in bench_log_ratio bench_caption_graph bench_features bench_captioners bench_scst; do \
+	  PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) benchmarks/$$b.py || exit 1; done
 
 clean-demo:
 	rm -rf runs/demo results
