@@ -20,13 +20,7 @@ from embedder.errors import CapawareError
 from tests.fixtures_builders import write_karpathy
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The machine is shared: tiny tensors gain nothing from more threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
