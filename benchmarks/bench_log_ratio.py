@@ -11,9 +11,7 @@ import argparse
 import os
 import platform
 import shlex
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,21 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from embedder.losses.log_ratio import log_ratio_loss, log_ratio_loss_per_triplet  # noqa: E402
 from embedder.mining import dense_triplet_mask, triplets_from_mask  # noqa: E402
-
-
-def median_seconds(fns, repeats: int, warmup: int = 3) -> list[tuple[float, float]]:
-    """(median, min) wall seconds of each function, timed in alternation so that bursts of load
-    from other jobs hit every variant alike; the min shows what such bursts added."""
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, acc in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            acc.append(time.perf_counter() - start)
-    return [(statistics.median(t), min(t)) for t in times]
+from timing import median_seconds  # noqa: E402
 
 
 def make_batch(batch: int, dim: int, n_anchors: int, seed: int = 0):

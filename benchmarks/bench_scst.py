@@ -19,7 +19,6 @@ import os
 import platform
 import resource
 import shlex
-import statistics
 import sys
 import tempfile
 import time
@@ -41,25 +40,12 @@ from rl.cider import (
     load_or_build_doc_freq,
 )
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
+from timing import median_seconds  # noqa: E402
 
 MODELS = {  # (core, rnn, encoding, att_hid, regions, channels)
     "demo": ("att2all2", 128, 64, 64, 49, 512),  # configs/demo_att2all2.yaml on resnet18 7 x 7 features
     "paper": ("att2all2", 512, 512, 512, 196, 2048),  # configs/coco_att2all2.yaml on ResNet-101 14 x 14
 }
-
-
-def median_seconds(fns, repeats: int, warmup: int = 2) -> list[tuple[float, float]]:
-    """(median, min) wall seconds of each function, timed in alternation (load bursts hit all alike)."""
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, acc in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            acc.append(time.perf_counter() - start)
-    return [(statistics.median(t), min(t)) for t in times]
 
 
 def candidates(labels, label_ix: np.ndarray, base: int, rng) -> np.ndarray:
@@ -122,7 +108,7 @@ def main() -> None:
 
     diff = float(np.abs(ours() - pycoco()).max())
     (t_ours, m_ours), (t_ref, m_ref), (t_conv, m_conv) = median_seconds(
-        [ours, pycoco, lambda: pycoco(strings=True)], args.repeats)
+        [ours, pycoco, lambda: pycoco(strings=True)], args.repeats, warmup=2)
 
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
     print(f"# torch {torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} thread(s), "

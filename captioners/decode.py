@@ -30,8 +30,9 @@ from captioners.data import CaptionDataset
 from captioners.decoding import METHODS
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
-from captioners.train import generate, pick_device
+from captioners.train import generate
 from embedder.atomic import atomic_path, write_text
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 
 

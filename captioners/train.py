@@ -33,17 +33,12 @@ from captioners.prepro import Labels, decode_sequence, prepro, read_labels, read
 from embedder.atomic import write_text
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 
 
 class StopRequested(Exception):
     """Raised after ``train.stop_after_steps`` (the CLI turns it into an abrupt exit, like a kill)."""
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def ensure_prepro(data) -> tuple[Path, Path]:

@@ -19,9 +19,9 @@ from tqdm import tqdm
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash, load_config
 from embedder.data import ImageBank, read_records, split_records
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 from embedder.model import Embedder, build_model
-from embedder.train import pick_device
 
 
 def category_targets(records, names: list[str] | None = None) -> tuple[np.ndarray, list[str]]:

@@ -18,12 +18,13 @@ from embedder.atomic import atomic_path, write_text
 from embedder.checkpoint import file_sha256, load_checkpoint
 from embedder.config import load_config, to_yaml
 from embedder.data import ImageBank, read_records
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
 from embedder.model import build_model
 from embedder.records import select
 from embedder.spaces import build_graph, make_spaces
-from embedder.train import pick_device, slug, train_method
+from embedder.train import slug, train_method
 from eval.retrieval import oracle_ranking, retrieve
 
 

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash, load_config
 from embedder.data import normalise
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
@@ -34,12 +35,6 @@ MININGS = ("dense", "binary")
 
 def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 class MethodLoss(torch.nn.Module):

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD
+from embedder.device import pick_device
 from embedder.errors import CapawareError
 from embedder.images import check_images_exist
 from feature_extract import h5io
@@ -30,14 +31,6 @@ from feature_extract.config import load_features_config
 from feature_extract.sources import ImageDataset, collate, list_images
 
 AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise CapawareError("device", "device=cuda but no GPU is visible", "set device=cpu or device=auto")
-    return torch.device(name)
 
 
 def pool(fmap: torch.Tensor, att_size: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,10 +30,11 @@ from captioners.config import features_path
 from captioners.data import CaptionDataset, EpochBatches, loader, steps_per_epoch
 from captioners.model import build_captioner
 from captioners.prepro import decode_sequence, read_labels, read_vocab
-from captioners.train import StopRequested, cider_d, ensure_prepro, generate, lr_at, pick_device, validation_refs
+from captioners.train import StopRequested, cider_d, ensure_prepro, generate, lr_at, validation_refs
 from embedder.atomic import write_text
 from embedder.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from embedder.config import config_hash
+from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 from eval.captions_discriminative import discriminativeness
 from rl.cider import CiderReward, load_or_build_doc_freq
