@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from embedder.config import load_config
+from embedder.device import PRECISIONS
 from embedder.errors import CapawareError
 
 
@@ -54,6 +55,7 @@ class CapTrainConfig:
     ss_increase_prob: float = 0.05
     ss_max_prob: float = 0.25
     label_smoothing: float = 0.0
+    precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = 25  # steps between TensorBoard scalars
     stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
@@ -73,6 +75,7 @@ class CaptionerConfig:
     name: str = "demo_att2all2"
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
+    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
     out_dir: str = "runs/demo/captioners/img_att2all2"
     data: CapDataConfig = field(default_factory=CapDataConfig)
     model: CapModelConfig = field(default_factory=CapModelConfig)
@@ -104,6 +107,8 @@ def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) ->
     need(0.0 <= cfg.model.drop_prob_lm < 1.0, "model.drop_prob_lm", "must be in [0, 1)", "e.g. 0.5")
     need(0.0 <= cfg.train.label_smoothing < 1.0, "train.label_smoothing", "must be in [0, 1)", "e.g. 0.1")
     need(len(cfg.train.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
+    need(cfg.train.precision in PRECISIONS, "train.precision", f"{cfg.train.precision!r} unknown",
+         f"use one of {PRECISIONS}")
     return cfg
 
 

@@ -193,6 +193,29 @@ class EpochBatches:
             yield [(self.epoch, int(i)) for i in self.order[b * self.batch_size:(b + 1) * self.batch_size]]
 
 
+class ShardedBatches:
+    """Process ``rank``'s share of each batch of ``batches`` under torchrun: keys ``rank::world``.
+
+    Every process walks the same global batches, so together they train on exactly the one-process
+    batch. A share can be empty (a last batch smaller than the world): the process then gets the
+    batch's first image as a stand-in, marked in ``real`` so its loss is weighted 0; it still runs
+    forward and backward, because DDP needs every process in every gradient all-reduce.
+    """
+
+    def __init__(self, batches, rank: int, world: int):
+        self.batches, self.rank, self.world = batches, rank, world
+        self.real: list[bool] = []  # per yielded share, filled as they are drawn
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for keys in self.batches:
+            part = keys[self.rank::self.world]
+            self.real.append(bool(part))
+            yield part or keys[:1]
+
+
 def steps_per_epoch(n: int, batch_size: int) -> int:
     return math.ceil(n / batch_size)
 

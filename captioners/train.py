@@ -10,6 +10,13 @@ run resume to the same weights as an uninterrupted one. Outputs, all under ``out
     last.pt       resumable training state (optimizer, step, RNG, best score, history)
     history.json  per validation: epoch, step, CIDEr-D, mean train loss, lr
     config.yaml   the merged config;  tb/  TensorBoard scalars
+
+Under ``torchrun`` (embedder/distributed.py) every process walks the same global batches and trains
+on its share of each (``ShardedBatches``) inside DDP; the loss is the sum over the process's words
+divided by the number of words in the whole global batch (times the world size, which DDP's gradient
+average divides out), so a step is the one-process step of the same batch. Rank 0 alone validates and
+writes; dropout and scheduled sampling draw per-process, per-step seeded streams
+(``distributed.rank_seed``), so those runs match one process in distribution, not draw for draw.
 """
 from __future__ import annotations
 
@@ -22,18 +29,18 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from captioners.config import CaptionerConfig, features_path, load_captioner_config
-from captioners.data import CaptionDataset, EpochBatches, eval_batches, loader, steps_per_epoch
+from captioners.data import CaptionDataset, EpochBatches, ShardedBatches, eval_batches, loader, steps_per_epoch
 from captioners.decoding import decode
-from captioners.model import Captioner, xe_loss
+from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import Labels, decode_sequence, prepro, read_labels, read_vocab
+from embedder import distributed
 from embedder.atomic import write_text
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash
-from embedder.device import pick_device
+from embedder.device import autocast, pick_device, pick_precision
 from embedder.errors import CapawareError, run_cli
 
 
@@ -131,10 +138,14 @@ def ss_prob_at(t, epoch: int) -> float:
 def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     out, t = Path(cfg.out_dir), cfg.train
-    labels_path, vocab_path = ensure_prepro(cfg.data)
+    device = pick_device(cfg.device)
+    dtype = pick_precision(t.precision, device)
+    world, rank = distributed.init(device), distributed.rank()
+    rank0 = rank == 0
+    with distributed.rank_zero_first():  # rank 0 alone writes labels.h5 / vocab.json when missing
+        labels_path, vocab_path = ensure_prepro(cfg.data)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(cfg.data)
-    device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     d = cfg.data
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
@@ -165,16 +176,20 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
         step, best, history = int(state["step"]), float(state["best_cider"]), list(state["history"])
         resumed_losses = [float(x) for x in state["epoch_losses"]]
         if state["done"]:
-            print(f"captioner {cfg.name}: already trained ({step} steps, best CIDEr-D {best:.3f}) -> {best_path}")
+            if rank0:
+                print(f"captioner {cfg.name}: already trained ({step} steps, best CIDEr-D {best:.3f}) -> {best_path}")
             return best_path
-    out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    if rank0:
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
               "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
               "config_hash": config_hash(cfg), "stage": "xe",
               "att_grid": list(info.grid), "fingerprint": fingerprint}
 
     def checkpoint(done: bool) -> None:
+        if not rank0:
+            return
         state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "torch_rng": torch.get_rng_state(),
                  "step": step, "best_cider": best, "history": history, "epoch_losses": losses, "done": done,
                  **shared}
@@ -182,20 +197,31 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
             state["cuda_rng"] = torch.cuda.get_rng_state()
         save_checkpoint(state, last)
 
-    writer = SummaryWriter(str(out / "tb"), purge_step=step)
-    bar = tqdm(total=total, initial=step, desc=cfg.name, disable=not progress)
+    # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
+    writer = distributed.summary_writer(str(out / "tb"), purge_step=step + 1)
+    bar = tqdm(total=total, initial=step, desc=cfg.name, disable=not (progress and rank0))
     losses: list[float] = resumed_losses
+    net = distributed.wrap(model, device)
     while step < total:
         epoch, start = divmod(step, per_epoch)
         lr, ss_prob = lr_at(t, epoch), ss_prob_at(t, epoch)
         for group in opt.param_groups:
             group["lr"] = lr
         batches = EpochBatches(len(train_set), t.batch_size, cfg.seed, epoch, start)
-        for batch in loader(train_set, batches, d.num_workers):
+        if world > 1:
+            batches = ShardedBatches(batches, rank, world)
+        for i, batch in enumerate(loader(train_set, batches, d.num_workers)):
             model.train()
+            if world > 1:
+                torch.manual_seed(distributed.rank_seed(cfg.seed, step))
             seq = batch["labels"].to(device)
-            logp = model(batch["fc"].to(device), batch["att"].to(device), seq, ss_prob)
-            loss = xe_loss(logp, seq.view(-1, seq.size(-1)), t.label_smoothing)
+            with autocast(device, dtype):
+                logp = net(batch["fc"].to(device), batch["att"].to(device), seq, ss_prob)
+            words = seq.view(-1, seq.size(-1))
+            loss = xe_loss(logp.float(), words, t.label_smoothing)
+            if world > 1:  # this share's word sum over the global batch's word count (module docstring)
+                count = caption_mask(words).sum().to(loss.dtype) * float(batches.real[i])
+                loss = loss * count * world / distributed.all_sum(count)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if t.grad_clip_mode == "value":
@@ -204,21 +230,23 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
             opt.step()
             step += 1
-            losses.append(loss.item())
+            value = (distributed.all_sum(loss) / world).item()  # the global batch's loss on every rank
+            losses.append(value)
             bar.update(1)
             if step % t.log_every == 0:
-                writer.add_scalar("train/loss", loss.item(), step)
+                writer.add_scalar("train/loss", value, step)
                 writer.add_scalar("train/lr", lr, step)
                 writer.add_scalar("train/ss_prob", ss_prob, step)
-                bar.set_postfix(loss=f"{loss.item():.3f}", best=f"{max(best, 0):.3f}")
+                bar.set_postfix(loss=f"{value:.3f}", best=f"{max(best, 0):.3f}")
             if step % per_epoch == 0:
                 break  # epoch end: validate before the checkpoint, so a resume never skips it
             if step % t.ckpt_every == 0:
                 checkpoint(done=False)
             if t.stop_after_steps is not None and step >= t.stop_after_steps:
+                distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
                 raise StopRequested(step)  # like a kill: what came after the last checkpoint is lost
         epoch += 1
-        if epoch % cfg.val.every_epochs == 0 or step == total:
+        if rank0 and (epoch % cfg.val.every_epochs == 0 or step == total):
             preds, _ = generate(model, val_set, vocab, device, cfg.val.batch_size, labels.max_length,
                                 "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size)
             score, _ = cider_d(preds, refs)
@@ -234,11 +262,15 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score,
                                  **shared}, best_path)
         checkpoint(done=step == total)
-        write_text(out / "history.json", json.dumps(history, indent=1))
+        if rank0:
+            write_text(out / "history.json", json.dumps(history, indent=1))
+        distributed.barrier()  # the others wait for rank 0's validation and checkpoint
         if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
             raise StopRequested(step)
     bar.close()
     writer.close()
+    if not rank0:
+        return best_path
     print(f"captioner {cfg.name}: {step} steps, best val CIDEr-D {best:.3f} -> {best_path}")
     for h in history:
         loss = f"{h['train_loss']:.3f}" if h["train_loss"] is not None else "-"
@@ -256,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         train(cfg)
     except StopRequested:
         os._exit(3)  # simulate a kill: no cleanup, no final files
+    distributed.shutdown()
 
 
 if __name__ == "__main__":

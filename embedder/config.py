@@ -86,10 +86,15 @@ class TrainConfig:
     optimizer: str = "sgd"  # sgd | adam
     lr: float = 1e-2
     lr_decay: float = 0.9  # exponential decay of lr per epoch
+    head_warmup_steps: int = 0  # LP-FT: train the fresh head alone on the frozen trunk first (embedder/head_warmup.py)
+    head_warmup_lr: float = 1e-3  # Adam step of that warm-up
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
-    precision: str = "float32"  # bfloat16: autocast the trunk (1.8x faster on CPUs with AMX); head and loss stay float32
+    precision: str = "auto"  # auto (bfloat16 on a GPU, float32 on CPU) | float32 | bfloat16: autocast the trunk
+    # (1.8x faster on CPUs with AMX); head and loss stay float32
+    batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of
+    # the batch alone; sync uses SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN)
     ckpt_every: int = 50  # steps between checkpoints (and at the end)
     log_every: int = 10
     stop_after_steps: Optional[int] = None  # testing aid: exit abruptly after this step, like a kill
@@ -118,6 +123,7 @@ class Stage1Config:
     name: str = "demo_pose"
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
+    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
     out_dir: str = "runs/demo_pose"
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)

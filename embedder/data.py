@@ -5,6 +5,8 @@ only place that generates the embedded default when its folder is missing.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,11 @@ FORMATS = {"pose": ("pose_json", "mpii"), "layout": ("lsun",), "caption": ("karp
 
 
 def ensure_synthetic(data) -> None:
-    """Generate the embedded default into ``data.root`` when it is missing and a generator is set."""
+    """Generate the embedded default into ``data.root`` when it is missing and a generator is set.
+
+    It is written into a ``.partial`` sibling and renamed when complete, so a run killed mid-way
+    never leaves a half-filled ``data.root`` that a rerun would take for finished.
+    """
     root = Path(data.root)
     if root.exists() or data.synthetic is None:
         return
@@ -35,7 +41,11 @@ def ensure_synthetic(data) -> None:
     gen = {"pose": synthetic.generate_poses, "layout": synthetic.generate_rooms,
            "caption": synthetic.generate_captions}[data.track]
     s = data.synthetic
-    gen(root, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size)
+    partial = root.with_name(root.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    gen(partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size)
+    os.replace(partial, root)
 
 
 def read_records(data):

@@ -3,7 +3,9 @@
 Each epoch visits every training item once as an anchor, in a fresh seeded order. A batch holds
 ``anchors_per_batch`` anchors (the paper: 1), each with its k nearest neighbours from the neighbour
 graph, then random items drawn without replacement from the rest, up to ``batch_size``. Everything
-is a pure function of (seed, epoch, step), so a resumed run draws exactly the batches it would have.
+is a pure function of (seed, epoch, step), so a resumed run draws exactly the batches it would have,
+and every process of a torchrun job draws the same global batch (embedder.train gives each process
+its share of it).
 """
 from __future__ import annotations
 

@@ -79,10 +79,15 @@ def make_spaces(cfg, records, train_idx: np.ndarray, eval_idx: np.ndarray, out_d
                                            vector_source=source) for idx in (train_idx, eval_idx))
 
 
-def build_graph(space, cfg, m: int, work_dir: Path) -> NeighbourGraph:
-    """Exact top-m neighbours: pruned WMD search for caption sets, one matrix pass otherwise."""
+def build_graph(space, cfg, m: int, work_dir: Path, rows: tuple[int, int] | None = None,
+                progress: bool = True) -> NeighbourGraph:
+    """Exact top-m neighbours: pruned WMD search for caption sets, one matrix pass otherwise.
+
+    ``rows=(lo, hi)``: only those items' rows, still searched over all items (one shard of the
+    graph, see embedder.graph_shards); the rows equal the same rows of the whole graph.
+    """
     if space.name == "caption_wmd":
         from embedder.labels.caption_graph import build_caption_graph
         return build_caption_graph(space, m=m, workers=cfg.graph.workers, chunk=cfg.graph.chunk,
-                                   resume_dir=work_dir)
-    return build_graph_bruteforce(space, m)
+                                   resume_dir=work_dir, rows=rows, progress=progress)
+    return build_graph_bruteforce(space, m, rows=rows, progress=progress)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from embedder import distributed
 from embedder.atomic import atomic_path, write_text
 from embedder.checkpoint import file_sha256, load_checkpoint
 from embedder.config import load_config, to_yaml
@@ -95,16 +98,19 @@ def same_split(cfg) -> bool:
 
 
 def write_retrieval(path: Path, name: str, order: int, retrieved: np.ndarray, track: Track,
-                    ideal_dist: np.ndarray, source: str) -> None:
-    """One table row: retrieved database items per query, their label distances and the ideal ones."""
+                    ideal_dist: np.ndarray, source: str, query_emb: np.ndarray | None = None,
+                    db_emb: np.ndarray | None = None) -> None:
+    """One table row: retrieved database items per query, their label distances and the ideal ones;
+    with the embeddings (float16) when given, so a report can map them (eval.report's t-SNE)."""
     q_items, db_items = track.query_idx, track.db_idx
     dist = np.stack([track.eval_space.pairwise(q_items[i:i + 1], db_items[retrieved[i]])[0]
                      for i in range(len(q_items))])
+    emb = {} if query_emb is None else {"query_emb": query_emb.astype(np.float16), "db_emb": db_emb.astype(np.float16)}
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
             np.savez(handle, name=name, order=order, source=source, retrieved=retrieved.astype(np.int32),
                      retrieved_dist=dist.astype(np.float32), ideal_dist=ideal_dist.astype(np.float32),
-                     query_items=q_items, db_items=db_items)
+                     query_items=q_items, db_items=db_items, **emb)
 
 
 def oracle(track: Track, k: int, exclude_self: bool, cfg=None) -> tuple[np.ndarray, np.ndarray]:
@@ -165,33 +171,42 @@ def resolve_init(cfg, track: Track, progress: bool):
 
 def run_study(cfg, progress: bool = True) -> Path:
     out = Path(cfg.out_dir)
+    device = pick_device(cfg.device)
+    distributed.init(device)
+    rank0 = distributed.is_main()  # under torchrun the other processes only help train_method
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.yaml", to_yaml(cfg))
-    track = prepare_track(cfg)
+    if rank0:
+        write_text(out / "config.yaml", to_yaml(cfg))
+    with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
+        track = prepare_track(cfg)
     k = min(cfg.eval.k, len(track.db_idx) - 1)
     ret_dir = out / "retrieval"
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
-    write_items(ret_dir / "items.json", track.eval_records)
-    oracle_idx, ideal = oracle(track, k, exclude, cfg)
-    write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
-    eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
-    device = pick_device(cfg.device)
+    if rank0:
+        write_items(ret_dir / "items.json", track.eval_records)
+        oracle_idx, ideal = oracle(track, k, exclude, cfg)
+        write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
+        eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
 
     def evaluate(name: str, order: int, model, normalise: bool, dest: Path, source: str,
                  trunk_only: bool = False) -> None:
-        """Write one row, unless ``dest`` already holds this row computed from the same ``source``."""
+        """Write one row, unless ``dest`` already holds this row, with its embeddings, from the same ``source``."""
+        if not rank0:
+            return
         if dest.is_file():
             with np.load(dest) as f:
-                if "source" in f and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source):
+                if all(key in f for key in ("source", "query_emb", "db_emb")) \
+                        and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source):
                     return
         qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
         de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
         self_cols = self_columns(track, track.query_idx) if exclude else None
-        write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source)
+        write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
 
     dims = list(cfg.dims) or [None]
-    cfg = resolve_init(cfg, track, progress)
+    with distributed.rank_zero_first():  # rank 0 alone pretrains (model.init: class-pretrained)
+        cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
     evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz",
@@ -216,16 +231,19 @@ def run_study(cfg, progress: bool = True) -> Path:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
-    parser.add_argument("--results", default="results", help="folder for tables and plots")
+    parser.add_argument("--results", default=None, help="folder for tables and plots [<run_dir>/results]")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
     ret_dir = run_study(cfg)
+    if not distributed.is_main():
+        return
     from eval.retrieval_grid import write_grids
     from eval.retrieval_report import write_report
 
-    results = Path(args.results) / cfg.name
-    print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)"))
+    results = Path(args.results or Path(cfg.run_dir) / "results") / cfg.name
+    command = shlex.join(["python", "-m", "embedder.study", *(argv if argv is not None else sys.argv[1:])])
+    print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))
     grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
     print(f"tables, curves and {len(grids)} retrieval grids in {results}/")
 

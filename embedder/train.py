@@ -3,6 +3,14 @@
 One screen of loop (nanoGPT style): seeded sampler -> images -> embeddings -> label distances of the
 batch -> mined triplets -> loss -> SGD. Checkpoints are atomic and carry the sampler position and RNG
 states, so a killed run resumes to the same weights as an uninterrupted one.
+
+Under ``torchrun`` (embedder/distributed.py) every process draws the same global batch; process r
+embeds its share of the batch's images and computes the label distances of its share of the anchors;
+embeddings (differentiably) and label distances are all-gathered, and every process evaluates the
+loss of the whole global batch. Each process's share of the gradient then arrives world-size times
+through the gather's backward and DDP divides by the world size: the step is the one-process step of
+the same global batch. BatchNorm is the exception: ``train.batchnorm=batch`` normalises each share
+with its own statistics (``sync``: SyncBatchNorm, CUDA only; ``frozen``: running statistics).
 """
 from __future__ import annotations
 
@@ -14,14 +22,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from embedder import distributed
 from embedder.checkpoint import load_checkpoint, save_checkpoint
 from embedder.config import config_hash, load_config
 from embedder.data import normalise
-from embedder.device import pick_device
+from embedder.device import autocast, pick_device, pick_precision
 from embedder.errors import CapawareError, run_cli
+from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
 from embedder.losses.triplet import triplet_loss
@@ -31,6 +40,7 @@ from embedder.sampler import AnchorBatchSampler
 
 LOSSES = ("log_ratio", "triplet", "margin")
 MININGS = ("dense", "binary")
+BATCHNORMS = ("batch", "sync", "frozen")
 
 
 def slug(name: str) -> str:
@@ -86,23 +96,73 @@ class StepBatches(torch.utils.data.Dataset):
     """Item n = everything step ``start + n`` needs: images, anchors, label distances, positives.
 
     Batches are a pure function of the step (sampler), so DataLoader workers can decode images and
-    compute label distances (WMD for captions: the expensive part) ahead of the training loop.
+    compute label distances (WMD for captions: the expensive part) ahead of the training loop. With
+    ``world`` > 1 an item holds process ``rank``'s share (``distributed.share``) of the images and of
+    the label-distance rows; anchors and positives (cheap) stay those of the whole global batch.
     """
 
     def __init__(self, sampler: AnchorBatchSampler, bank, space, nn_idx: np.ndarray, positives: int,
-                 start: int, total: int):
+                 start: int, total: int, rank: int = 0, world: int = 1):
         self.sampler, self.bank, self.space, self.nn_idx = sampler, bank, space, nn_idx
         self.positives, self.start, self.total = positives, start, total
+        self.rank, self.world = rank, world
 
     def __len__(self) -> int:
         return self.total - self.start
 
-    def __getitem__(self, n: int):
+    def items_of(self, n: int):
+        """Step ``start + n`` without its images (the head warm-up uses cached trunk features)."""
         epoch, s = divmod(self.start + n, self.sampler.steps_per_epoch())
         b = self.sampler.batch(epoch, s)
         label_dist = self.space.pairwise(b.items[b.anchors], b.items)
-        return (self.bank.uint8(b.items), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
+        return (b.items, torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
                 positive_mask(self.nn_idx, b.items, b.anchors, self.positives))
+
+    def __getitem__(self, n: int):
+        epoch, s = divmod(self.start + n, self.sampler.steps_per_epoch())
+        b = self.sampler.batch(epoch, s)
+        rows = distributed.share(len(b.items), self.rank, self.world)
+        mine = b.anchors[distributed.share(len(b.anchors), self.rank, self.world)]
+        if len(mine):
+            label_dist = self.space.pairwise(b.items[mine], b.items)
+        else:  # more processes than anchors (the paper's one anchor per batch): this one has none
+            label_dist = np.zeros((0, len(b.items)), dtype=np.float32)
+        return (self.bank.uint8(b.items[rows]), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
+                positive_mask(self.nn_idx, b.items, b.anchors, self.positives))
+
+
+class TrunkHead(torch.nn.Module):
+    """One training forward: trunk autocast to ``dtype`` (None: float32), head in float32 (the
+    log-ratio needs precise distances). One module, so that DDP sees the whole step's forward."""
+
+    def __init__(self, model: torch.nn.Module, dtype: torch.dtype | None):
+        super().__init__()
+        self.model, self.dtype = model, dtype
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with autocast(x.device, self.dtype):
+            features = self.model.trunk(x)
+        return self.model.head(features.float())
+
+
+def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device, world: int) -> torch.nn.Module:
+    """``train.batchnorm``: batch (per-process statistics) | sync (SyncBatchNorm: one set of batch
+    statistics over all processes; CUDA only, a no-op in one process) | frozen (set by ``freeze_bn``)."""
+    if mode not in BATCHNORMS:
+        raise CapawareError("train.batchnorm", f"unknown mode {mode!r}", f"use one of {', '.join(BATCHNORMS)}")
+    if mode == "sync" and world > 1:
+        if device.type != "cuda":
+            raise CapawareError("train.batchnorm", "sync needs CUDA (torch's SyncBatchNorm has no CPU kernel)",
+                                "use train.batchnorm=batch (per-process statistics) or frozen on CPU")
+        return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    return model
+
+
+def freeze_bn(model: torch.nn.Module) -> None:
+    """BatchNorm in eval mode: running statistics normalise, affine weights still train."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()
 
 
 def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True) -> Path:
@@ -117,14 +177,19 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     t = cfg.train
     dim = method.embed_dim or cfg.model.embed_dim
     device = pick_device(cfg.device)
+    dtype = pick_precision(t.precision, device)
+    world, rank = distributed.init(device), distributed.rank()
+    if world > t.batch_size:
+        raise CapawareError("train.batch_size", f"{t.batch_size} images cannot be shared by {world} processes",
+                            f"set train.batch_size >= {world} or start fewer processes")
+    rank0 = rank == 0
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device).to(
         memory_format=torch.channels_last)
+    model = prepare_batchnorm(model, t.batchnorm, device, world)
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
     params = list(model.parameters()) + list(criterion.parameters())
     lr = method.lr if method.lr is not None else t.lr
-    if t.precision not in ("float32", "bfloat16"):
-        raise CapawareError("train.precision", f"unknown precision {t.precision!r}", "use float32 or bfloat16")
     if t.optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
     elif t.optimizer == "adam":
@@ -137,7 +202,10 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: t.lr_decay ** (s / per_epoch))
 
     ckpt_path, fingerprint = out_dir / "last.pt", run_fingerprint(cfg, method)
-    step = 0
+    step, warmup = 0, []
+    if t.head_warmup_steps > 0 and not ckpt_path.is_file():  # a resumed run has its warmed head already
+        warm = StepBatches(sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
+        warmup = warm_up_head(model, criterion, warm, bank, t.head_warmup_steps, t.head_warmup_lr, device)
     if ckpt_path.is_file():
         state = load_checkpoint(ckpt_path)
         if state["fingerprint"] != fingerprint:
@@ -152,6 +220,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         step = int(state["step"])
 
     def checkpoint(path: Path, done: bool) -> None:
+        if not rank0:
+            return
         save_checkpoint({"model": model.state_dict(), "criterion": criterion.state_dict(),
                          "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                          "loss_rng": criterion.generator.get_state(), "torch_rng": torch.get_rng_state(),
@@ -159,20 +229,29 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
                          "embed_dim": dim, "normalised": criterion.normalised, "method": method.name,
                          "done": done}, path)
 
-    writer = SummaryWriter(str(out_dir / "tb"), purge_step=step)
+    # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
+    writer = distributed.summary_writer(str(out_dir / "tb"), purge_step=step + 1)
+    for n, value in enumerate(warmup, 1):
+        writer.add_scalar("train/head_warmup_loss", value, n)
     model.train()
-    bar = tqdm(total=total, initial=step, desc=method.name, disable=not progress, leave=False)
+    if t.batchnorm == "frozen":
+        freeze_bn(model)
+    net = distributed.wrap(TrunkHead(model, dtype), device)
+    bar = tqdm(total=total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
     workers = cfg.data.num_workers
     loader = torch.utils.data.DataLoader(
-        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total), batch_size=None,
+        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total, rank, world), batch_size=None,
         shuffle=False, num_workers=workers, persistent_workers=False, prefetch_factor=2 if workers else None)
     for images, anchors, label_dist, positive in loader:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=t.precision == "bfloat16"):
-            features = model.trunk(normalise(images, device))
-        emb = model.head(features.float())  # head and loss in float32: the log-ratio needs precise distances
-        loss = criterion(emb, anchors.to(device), label_dist.to(device), positive.to(device))
+        emb = net(normalise(images, device))
+        label_dist = label_dist.to(device)
+        if world > 1:  # the whole global batch on every process (see the module docstring)
+            emb = distributed.gather_rows(emb, positive.shape[1], grad=True)
+            label_dist = distributed.gather_rows(label_dist, len(anchors))
+        loss = criterion(emb, anchors.to(device), label_dist, positive.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        distributed.average_grads(criterion.parameters())  # outside DDP; equal on every rank anyway
         opt.step()
         sched.step()
         step += 1
@@ -186,11 +265,14 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
             checkpoint(ckpt_path, done=False)
             writer.close()
+            distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
             os._exit(3)  # simulate a kill: no cleanup, no final file
     bar.close()
     writer.close()
-    checkpoint(final, done=True)
-    ckpt_path.unlink(missing_ok=True)
+    if rank0:
+        checkpoint(final, done=True)
+        ckpt_path.unlink(missing_ok=True)
+    distributed.barrier()  # the others return once model.pt exists
     return final
 
 
@@ -202,10 +284,14 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_config(args.config, args.overrides)
     from embedder.study import prepare_track
 
-    track = prepare_track(cfg)
+    distributed.init(pick_device(cfg.device))
+    with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
+        track = prepare_track(cfg)
     out = train_method(cfg, cfg.method, Path(cfg.out_dir) / "methods" / slug(cfg.method.name),
                        track.train_bank, track.train_space, track.graph.nn_idx)
-    print(f"stage one: {cfg.method.name} -> {out}")
+    if distributed.is_main():
+        print(f"stage one: {cfg.method.name} -> {out}")
+    distributed.shutdown()
 
 
 if __name__ == "__main__":

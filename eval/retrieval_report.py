@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedder.atomic import write_text
 from eval.retrieval import mean_label_distance_at_k, ndcg_at_k
 
 TABLE_K = (1, 5, 10, 20, 50)
@@ -80,19 +81,24 @@ def plot_curves(rows: dict[str, dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def write_report(ret_dir: Path, out_dir: Path, title: str) -> str:
-    """Write json/md/png into ``out_dir``; return the Markdown table (printed by the CLI)."""
+def write_report(ret_dir: Path, out_dir: Path, title: str, command: str | None = None) -> str:
+    """Write json/md/png into ``out_dir``; return the Markdown table (printed by the CLI).
+
+    ``command`` (the study's command line) is stored with the table, so that every number can be
+    traced to the command and the per-row ``.npz`` files that made it.
+    """
     rows = load_rows(ret_dir)
     if not rows:
         raise FileNotFoundError(f"{ret_dir}: no retrieval files (*.npz); run the study first")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "retrieval.json").write_text(json.dumps({"title": title, "rows": rows}, indent=1))
+    write_text(out_dir / "retrieval.json", json.dumps({"title": title, "command": command, "rows": rows}, indent=1))
     table = markdown_table(rows, title)
     sweep = dims_table(rows)
     if sweep:
         table += "\n\n" + sweep
-    (out_dir / "retrieval.md").write_text(table + "\n")
+    source = f"Rows from `{ret_dir}/*.npz`" + (f", made by `{command}`." if command else ".")
+    write_text(out_dir / "retrieval.md", table + "\n\n" + source + "\n")
     plot_curves(rows, out_dir / "curves.png", title)
     return table
 

@@ -37,6 +37,7 @@ class InputConfig:
 
 @dataclass
 class FeaturesConfig:
+    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
     out: str = "runs/features/feats.h5"
     device: str = "auto"  # auto | cpu | cuda
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
@@ -45,7 +46,8 @@ class FeaturesConfig:
     att_size: int = 14  # att grid is att_size x att_size (adaptive average pool of layer4)
     dtype: str = "float16"  # storage: float16 | float32
     compression: str = "none"  # none | gzip | lzf
-    precision: str = "float32"  # compute: float32 | bfloat16 (CPU or GPU) | float16 (GPU only)
+    precision: str = "float32"  # compute: float32 | bfloat16 (CPU or GPU) | float16 (GPU only) | auto
+    # (auto: bfloat16 autocast on CUDA, float16 on GPUs without native bfloat16, float32 on CPU)
     batch_size: int = 16
     num_workers: int = 2  # DataLoader processes decoding and resizing images (0: in this process)
     channels_last: bool = True
@@ -55,7 +57,7 @@ class FeaturesConfig:
 
 
 CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float32"),
-           "compression": ("none", "gzip", "lzf"), "precision": ("float32", "bfloat16", "float16"),
+           "compression": ("none", "gzip", "lzf"), "precision": ("float32", "bfloat16", "float16", "auto"),
            "device": ("auto", "cpu", "cuda")}
 
 

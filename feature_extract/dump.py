@@ -33,6 +33,21 @@ from feature_extract.sources import ImageDataset, collate, list_images
 AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def resolve_precision(precision: str, device: torch.device, native_bf16: bool | None = None) -> str:
+    """``auto``: bfloat16 autocast on a GPU (tensor-core speed, float32's exponent range so no overflow
+    in deep activations), float32 on CPU (bfloat16 pays off only on CPUs with AMX: ask for it by name).
+    A GPU without native bfloat16 (before Ampere) would only emulate it, so it gets float16. Other values
+    pass through; the resolved value is what the file's ``precision`` attr records, so a dump begun on
+    a GPU is not silently resumed at another precision on a CPU."""
+    if precision != "auto":
+        return precision
+    if device.type != "cuda":
+        return "float32"
+    if native_bf16 is None:
+        native_bf16 = torch.cuda.get_device_capability(device) >= (8, 0)
+    return "bfloat16" if native_bf16 else "float16"
+
+
 def pool(fmap: torch.Tensor, att_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """layer4 [B, C, h, w] -> att [B, att_size^2, C] (adaptive average pool, H then W, C last), fc [B, C]."""
     fmap = fmap.float()
@@ -45,6 +60,7 @@ class Extractor:
 
     def __init__(self, model: torch.nn.Module, device: torch.device, att_size: int, precision: str,
                  channels_last: bool):
+        precision = resolve_precision(precision, device)
         if precision == "float16" and device.type != "cuda":
             raise CapawareError("precision", "float16 compute needs a GPU", "use precision=bfloat16 or float32 on CPU")
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
@@ -87,10 +103,11 @@ def run_batch(extract: Extractor, items, skip_bad: bool, c: int, hw: int):
     return att, fc, skipped
 
 
-def identity_attrs(cfg, info, images, channels: int) -> dict:
+def identity_attrs(cfg, info, images, channels: int, precision: str | None = None) -> dict:
+    """What the numbers depend on; ``precision`` is the resolved one (``auto`` names no dtype)."""
     return {"format": h5io.FORMAT, **info.attrs(), "input_policy": cfg.input.policy,
             "input_size": int(cfg.input.size), "att_size": int(cfg.att_size), "channels": int(channels),
-            "dtype": cfg.dtype, "compression": cfg.compression, "precision": cfg.precision,
+            "dtype": cfg.dtype, "compression": cfg.compression, "precision": precision or cfg.precision,
             "images": images.source, "image_root": images.root, "splits": h5io.splits_attr(cfg.images.splits),
             "images_sha256": images.sha256(), "n_images": len(images)}
 
@@ -105,7 +122,7 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     device = pick_device(cfg.device)
     extract = Extractor(model, device, cfg.att_size, cfg.precision, cfg.channels_last)
     n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
-    attrs = identity_attrs(cfg, info, images, c)
+    attrs = identity_attrs(cfg, info, images, c, precision=extract.precision)
     if force and out.exists():
         out.unlink()
     if out.exists():
@@ -114,7 +131,8 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
             with h5py.File(out, "r") as g:
                 n_skipped = int(g.attrs["n_skipped"])
             return {"out": out, "status": "already complete (--force to redo)", "n": n, "done_now": 0,
-                    "skipped": n_skipped, "channels": c, "label": label_of(info.kind), "seconds": 0.0}
+                    "skipped": n_skipped, "channels": c, "label": label_of(info.kind), "seconds": 0.0,
+                    "compute": f"{device.type} {extract.precision}"}
         start, n_skipped = int(f.attrs["n_done"]), int(f.attrs["n_skipped"])
         f.close()
     else:
@@ -148,7 +166,8 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     bar.close()
     seconds = time.perf_counter() - t0
     return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,
-            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds, "channels": c}
+            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds, "channels": c,
+            "compute": f"{device.type} {extract.precision}"}
 
 
 def summary(result: dict, cfg) -> str:
@@ -158,6 +177,7 @@ def summary(result: dict, cfg) -> str:
              f"  images    {result['n']} ({result.get('skipped', 0)} skipped)",
              f"  att       [{result['n']}, {cfg.att_size ** 2}, {result['channels']}] {cfg.dtype}, "
              f"input {cfg.input.policy} {cfg.input.size}, compression {cfg.compression}",
+             f"  compute   {result.get('compute', cfg.precision)}",
              f"  size      {out.stat().st_size / 2**20:.2f} MiB"]
     if result["done_now"]:
         rate = result["done_now"] / max(result["seconds"], 1e-9)

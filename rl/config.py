@@ -12,6 +12,7 @@ from typing import Optional
 
 from captioners.config import CapDataConfig, CapValConfig
 from embedder.config import load_config
+from embedder.device import PRECISIONS
 from embedder.errors import CapawareError
 
 
@@ -33,6 +34,7 @@ class SCSTTrainConfig:
     temperature: float = 1.0  # sampling temperature (1: the policy itself)
     sample_dropout: bool = True  # sample in train mode (dropout on, self-critical.pytorch) | false: eval mode
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
+    precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = 25  # steps between TensorBoard scalars
     stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
@@ -51,6 +53,7 @@ class SCSTConfig:
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
     init: str = "runs/demo/captioners/img_att2all2/best.pt"  # the XE checkpoint to start from
+    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
     out_dir: str = "runs/demo/captioners/img_att2all2_scst"
     data: CapDataConfig = field(default_factory=CapDataConfig)
     train: SCSTTrainConfig = field(default_factory=SCSTTrainConfig)
@@ -86,4 +89,5 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
     need(cfg.reward.sigma > 0, "reward.sigma", "must be > 0", "CIDEr-D uses 6.0")
     need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
     need(bool(cfg.init), "init", "empty", "point init at the best.pt of python -m captioners.train")
+    need(t.precision in PRECISIONS, "train.precision", f"{t.precision!r} unknown", f"use one of {PRECISIONS}")
     return cfg

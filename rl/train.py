@@ -31,10 +31,11 @@ from captioners.data import CaptionDataset, EpochBatches, loader, steps_per_epoc
 from captioners.model import build_captioner
 from captioners.prepro import decode_sequence, read_labels, read_vocab
 from captioners.train import StopRequested, cider_d, ensure_prepro, generate, lr_at, validation_refs
+from embedder import distributed
 from embedder.atomic import write_text
 from embedder.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from embedder.config import config_hash
-from embedder.device import pick_device
+from embedder.device import autocast, pick_device, pick_precision
 from embedder.errors import CapawareError, run_cli
 from eval.captions_discriminative import discriminativeness
 from rl.cider import CiderReward, load_or_build_doc_freq
@@ -79,10 +80,14 @@ def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str])
 def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     out, t, d = Path(cfg.out_dir), cfg.train, cfg.data
+    if distributed.launched():
+        raise CapawareError("rl.train", "self-critical training runs in one process (no DDP yet)",
+                            "start python -m rl.train without torchrun")
     labels_path, vocab_path = ensure_prepro(d)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(d)
     device = pick_device(cfg.device)
+    dtype = pick_precision(t.precision, device)
     xe = load_init(cfg, labels_path, feats, vocab)
     init_sha = file_sha256(cfg.init)
     torch.manual_seed(cfg.seed)
@@ -177,8 +182,10 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
             label_ix = train_set.label_ix[batch["index"].numpy()]
             B = len(label_ix)
             model.train(t.sample_dropout)
-            greedy_r = reward(greedy_captions(model, fc, att, max_len), label_ix) if t.baseline == "greedy" else None
-            dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler)
+            with autocast(device, dtype):
+                greedy = greedy_captions(model, fc, att, max_len) if t.baseline == "greedy" else None
+                dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler)
+            greedy_r = reward(greedy, label_ix) if greedy is not None else None
             r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
             base = baseline(t.baseline, r, greedy_r)
             loss = scst_loss(dec.logprob, r, base)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Stage one alone: train every method of CONFIG, evaluate retrieval, write tables under results/.
+# Stage one alone: train every method of CONFIG, evaluate retrieval, write tables under <run_dir>/results/.
 # Usage: scripts/stage1_embedder.sh CONFIG [key=value ...]   (reruns resume; finished steps are skipped)
 set -euo pipefail
 config=${1:?usage: $0 CONFIG [key=value ...]}
 shift
-python -m embedder.study --config "$config" --results results "$@"
+python -m embedder.study --config "$config" "$@"

@@ -252,7 +252,7 @@ def test_config_checks_and_paper_settings(xe_run, tmp_path):
         assert (cfg.train.baseline, cfg.train.sample_dropout) == (("greedy", True) if "coco" in name else ("mean", False))
     coco = load_scst_config(ROOT / "configs/coco_topdown_scst.yaml", ["data.features=cap"])
     assert (coco.train.batch_size, coco.train.lr, coco.train.epochs, coco.train.samples_per_image) == (32, 5e-4, 30, 5)
-    assert coco.init == "runs/coco/captioners/cap_topdown/best.pt" and coco.out_dir.endswith("cap_topdown_scst")
+    assert coco.init == "runs/paper/captioners/cap_topdown/best.pt" and coco.out_dir.endswith("cap_topdown_scst")
     with pytest.raises(CapawareError, match="nonsense"):
         load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.nonsense=1"])
     with pytest.raises(CapawareError, match="samples_per_image"):

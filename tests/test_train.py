@@ -33,10 +33,11 @@ def data_root(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("loss", ["log_ratio", "margin"])
-def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss):
+@pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
+                                        ("log_ratio", ["train.head_warmup_steps=4"])])
+def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra):
     common = ["-m", "embedder.train", "--config", "configs/demo_pose.yaml", f"method.loss={loss}",
-              "method.mining=binary" if loss == "margin" else "method.mining=dense"]
+              "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
     full = run(common + tiny_overrides(tmp_path, data_root, "full"))
     assert full.returncode == 0, full.stderr
     killed = run(common + tiny_overrides(tmp_path, data_root, "killed") + ["train.stop_after_steps=3"])

@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from embedder.atomic import atomic_path, write_text
 from embedder.errors import CapawareError
-from embedder.labels.graph import NeighbourGraph, top_m_sorted, write_graph
+from embedder.labels.graph import NeighbourGraph, check_rows, top_m_sorted, write_graph
 from embedder.labels.wmd import EMPTY_WMD, pair_lower_bounds, prepare_captions, wmd
 from embedder.labels.wordvecs import tokenize
 from embedder.records import CaptionRecords
@@ -360,14 +360,18 @@ def _graph_attrs(space: CaptionSpace, m: int, solves: int, method: str) -> dict:
 
 def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chunk: int = 512,
                         resume_dir: str | Path | None = None, path: str | Path | None = None,
-                        progress: bool = True, _chunks: Sequence[int] | None = None) -> NeighbourGraph:
+                        progress: bool = True, rows: tuple[int, int] | None = None,
+                        _chunks: Sequence[int] | None = None) -> NeighbourGraph:
     """Exact top-``m`` neighbours of every image under Eq. 13, pruned; identical to brute force.
 
     Queries are cut into chunks of ``chunk`` images, solved by ``workers`` processes (spawned; 1 =
     in this process; results do not depend on it). With ``resume_dir`` every finished chunk is saved
     atomically in a sub-folder named after the build's identity (captions, vectors, stop words, m,
     chunk) and a rerun skips it; an unreadable chunk file is recomputed. With ``path`` the graph is
-    written with ``write_graph``. ``attrs["emd_solves"]`` counts exact caption-pair WMD evaluations;
+    written with ``write_graph``. ``rows=(lo, hi)`` searches only those query images (against all
+    N; a shard of the graph for another machine): the graph then has hi - lo rows, equal to rows
+    lo..hi of the whole one, since each query's result does not depend on how queries are grouped.
+    ``attrs["emd_solves"]`` counts exact caption-pair WMD evaluations;
     ``graph.stats`` adds timings and the brute-force count. ``_chunks`` (chunk numbers to run, then
     stop and return None) exists for tests that simulate an interrupted build.
     """
@@ -384,21 +388,24 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
         if not manifest.is_file():
             write_text(manifest, json.dumps({"fingerprint": fingerprint, "n": n, "m": m, "chunk": chunk,
                                              "params": space.params()}, indent=1))
-    starts = list(range(0, n, chunk))
+    lo, hi = check_rows(rows, n)
+    # chunk edges on the global grid k * chunk: a shard's inner chunks are the whole build's chunks
+    starts = [lo, *range((lo // chunk + 1) * chunk, hi, chunk)]
+    ends = starts[1:] + [hi]
     selected = range(len(starts)) if _chunks is None else _chunks
-    idx = np.empty((n, m), np.int32)
-    dist = np.empty((n, m), np.float64)
+    idx = np.empty((hi - lo, m), np.int32)  # row r holds query image lo + r
+    dist = np.empty((hi - lo, m), np.float64)
     solves = 0
     todo = []
     reused = 0
     for c in selected:
-        q0, q1 = starts[c], min(n, starts[c] + chunk)
+        q0, q1 = starts[c], ends[c]
         path_c = _chunk_file(rdir, q0, q1) if rdir is not None else None
         got = _load_chunk(path_c, fingerprint) if path_c is not None and path_c.is_file() else None
         if got is None:
             todo.append((q0, q1, path_c, fingerprint))
         else:
-            idx[q0:q1], dist[q0:q1], s = got
+            idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo], s = got
             solves += s
             reused += q1 - q0
     t0 = time.perf_counter()
@@ -410,7 +417,7 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
             searcher = _Searcher(space, m) if todo else None
             for task in todo:
                 q0, q1, i, d, s, sec, sw = _run_chunk(task, searcher)
-                idx[q0:q1], dist[q0:q1] = i, d
+                idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo] = i, d
                 solves += s
                 compute += sec
                 sweep += sw
@@ -421,7 +428,7 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
                 pool = mp.get_context("spawn").Pool(min(workers, len(todo)), _init_worker, (space, m))
             with pool:
                 for q0, q1, i, d, s, sec, sw in pool.imap_unordered(_run_chunk, todo):
-                    idx[q0:q1], dist[q0:q1] = i, d
+                    idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo] = i, d
                     solves += s
                     compute += sec
                     sweep += sw
@@ -439,8 +446,9 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
         write_graph(path, graph.nn_idx, graph.nn_dist, attrs)
     if progress:
         brute = graph.stats["brute_force_solves"]
-        print(f"caption graph: {n} images, m={m}, {solves:,} exact caption-pair WMDs "
-              f"({brute / max(solves, 1):.1f}x fewer than brute force's {brute:,}), "
+        vs = f" ({brute / max(solves, 1):.1f}x fewer than brute force's {brute:,})" if (lo, hi) == (0, n) else ""
+        what = f"{n} images" if (lo, hi) == (0, n) else f"images [{lo}, {hi}) of {n}"
+        print(f"caption graph: {what}, m={m}, {solves:,} exact caption-pair WMDs{vs}, "
               f"{graph.stats['seconds']:.1f} s, {reused} images resumed", file=sys.stderr)
     return graph
 

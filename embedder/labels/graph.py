@@ -45,7 +45,7 @@ def write_graph(path: str | Path, nn_idx: np.ndarray, nn_dist: np.ndarray, attrs
 def read_graph(path: str | Path) -> NeighbourGraph:
     path = Path(path)
     if not path.is_file():
-        raise CapawareError(path, "neighbour graph not found", "build it first (python -m embedder.graph --config ...)")
+        raise CapawareError(path, "neighbour graph not found", "build it first (python -m embedder.study, or embedder.graph_shards build + merge)")
     try:
         with h5py.File(path, "r") as f:
             if not f.attrs.get("complete", False):
@@ -65,16 +65,31 @@ def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray
     return idx.astype(np.int32), np.take_along_axis(dist, idx, axis=1).astype(np.float32)
 
 
-def build_graph_bruteforce(space: LabelSpace, m: int, chunk: int = 256, progress: bool = True) -> NeighbourGraph:
-    """All-pairs top-m for label spaces whose batched ``pairwise`` is cheap (poses, layouts)."""
+def check_rows(rows: tuple[int, int] | None, n: int) -> tuple[int, int]:
+    """``rows`` = [lo, hi) of the items whose neighbours are wanted (a shard); None = all ``n``."""
+    lo, hi = (0, n) if rows is None else (int(rows[0]), int(rows[1]))
+    if not 0 <= lo < hi <= n:
+        raise CapawareError("rows", f"row range [{lo}, {hi}) is empty or outside 0..{n}",
+                            "ask for rows inside the label space")
+    return lo, hi
+
+
+def build_graph_bruteforce(space: LabelSpace, m: int, chunk: int = 256, progress: bool = True,
+                           rows: tuple[int, int] | None = None) -> NeighbourGraph:
+    """All-pairs top-m for label spaces whose batched ``pairwise`` is cheap (poses, layouts).
+
+    ``rows=(lo, hi)`` computes only those rows (searched over all items), so a graph can be built
+    in shards; each row is computed the same way either way, so shards concatenate to the whole.
+    """
     n = len(space)
     if m >= n:
         raise CapawareError(space.name, f"asked for {m} neighbours of {n} items", "lower graph.m below the set size")
+    lo, hi = check_rows(rows, n)
     cols = np.arange(n)
-    nn_idx = np.empty((n, m), np.int32)
-    nn_dist = np.empty((n, m), np.float32)
-    for start in tqdm(range(0, n, chunk), desc=f"graph {space.name}", disable=not progress, leave=False):
-        rows = cols[start:start + chunk]
-        nn_idx[rows], nn_dist[rows] = top_m_sorted(space.pairwise(rows, cols), rows, m)
+    nn_idx = np.empty((hi - lo, m), np.int32)
+    nn_dist = np.empty((hi - lo, m), np.float32)
+    for start in tqdm(range(lo, hi, chunk), desc=f"graph {space.name}", disable=not progress, leave=False):
+        q = cols[start:min(hi, start + chunk)]
+        nn_idx[q - lo], nn_dist[q - lo] = top_m_sorted(space.pairwise(q, cols), q, m)
     return NeighbourGraph(nn_idx, nn_dist, {"label_space": space.name, "m": m,
                                             "params": json.dumps(space.params(), sort_keys=True)})

@@ -1,0 +1,260 @@
+"""What eval.report reads from a pipeline run folder, found from the files themselves.
+
+Retrieval studies: ``RUN/results/<study>/retrieval.json`` (eval.retrieval_report); a row's ``file``
+names its ``.npz``, whose folder's parent is the study's run folder (config.yaml gives the track and
+whether it is a dimension sweep). Captioners: ``RUN/results/captioning/captioning.json``
+(eval.results_table); a row's ``preds`` lies in its captioner run folder. Paths inside these files
+may be relative to the folder the stage ran in, or the run folder may have moved since, so every
+path is looked up by :func:`locate` rather than trusted.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from eval.retrieval_report import BOUNDS
+
+TRACKS = ("pose", "layout", "caption")
+SWEEP_ROW = re.compile(r"(.+) (\d+)-D")
+FEATURE_ORDER = ("Img", "Cap", "Custom")
+TRAINING_ORDER = ("XE", "RL")
+
+
+def locate(path: str | Path | None, run: Path, *bases: Path) -> Path | None:
+    """The existing file a recorded path means: as written, under the working folder, the run folder
+    (or its parent, or ``bases``), or, for a moved run folder, the path's tail under the run folder."""
+    if not path or "${" in str(path):
+        return None
+    p = Path(path)
+    if p.is_absolute():
+        candidates = [p]
+    else:
+        candidates = [Path.cwd() / p, run / p, run.parent / p, *(b / p for b in bases)]
+    parts = p.parts[1:] if p.is_absolute() else p.parts
+    candidates += [run / Path(*parts[i:]) for i in range(1, len(parts) - 1)]  # tails of >= 2 parts
+    return next((c for c in candidates if c.exists()), None)
+
+
+def shown(path: Path | str | None, run: Path) -> str:
+    """A path as the report prints it: relative to the run folder's parent when below it."""
+    if path is None:
+        return "?"
+    p = Path(path).resolve()
+    for base in (run.resolve().parent, Path.cwd().resolve()):
+        try:
+            return str(p.relative_to(base))
+        except ValueError:
+            continue
+    return str(p)
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def read_config(path: Path | None) -> dict | None:
+    """A saved config.yaml as a dict, interpolations resolved where they can be."""
+    if path is None or not path.is_file():
+        return None
+    from omegaconf import OmegaConf
+
+    try:
+        conf = OmegaConf.load(path)
+    except Exception:  # noqa: BLE001 - an unreadable config only loses what the report derives from it
+        return None
+    try:
+        return OmegaConf.to_container(conf, resolve=True)
+    except Exception:  # noqa: BLE001 - unresolvable ${...}: keep the raw values
+        return OmegaConf.to_container(conf, resolve=False)
+
+
+def get(cfg: dict | None, dotted: str, default=None):
+    node = cfg
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+# ------------------------------------------------------------------------------------- retrieval
+
+
+@dataclass
+class Study:
+    name: str  # its folder under RUN/results
+    results_dir: Path
+    title: str
+    rows: dict[str, dict]  # retrieval.json rows, in table order
+    run_dir: Path | None  # config.yaml, retrieval/*.npz, items.json, methods/
+    config: dict | None
+    track: str
+    sweep: bool
+
+    @property
+    def k_max(self) -> int:
+        return min(len(r["ndcg"]) for r in self.rows.values())
+
+    def npz(self, name: str, run: Path) -> Path | None:
+        found = locate(self.rows[name].get("file"), run)
+        if found is None and self.run_dir is not None:  # the rows' npz files moved with their study
+            found = locate(self.run_dir / "retrieval" / Path(str(self.rows[name].get("file", ""))).name, run)
+        return found
+
+    def baseline(self) -> str | None:
+        """The lower-bound row (Untrained / ImageNet / class-pretrained): order 1, as embedder.study writes it."""
+        return next((n for n, r in self.rows.items() if r.get("order") == 1 or n in BOUNDS[1:]), None)
+
+    def methods(self) -> list[str]:
+        base = self.baseline()
+        return [n for n in self.rows if n not in BOUNDS and n != base]
+
+    def log_ratio_rows(self) -> list[str]:
+        """Rows trained with the log-ratio loss: by the config's ``methods[].loss``, else by name."""
+        losses = {m.get("name"): m.get("loss") for m in get(self.config, "methods", []) or [] if isinstance(m, dict)}
+        by_config = [n for n in self.methods() if losses.get(n) == "log_ratio"]
+        return by_config or [n for n in self.methods() if re.search(r"log.?ratio", n, re.IGNORECASE)]
+
+
+def load_studies(run: Path) -> tuple[list[Study], list[str]]:
+    """Every retrieval study under RUN/results, and a line per retrieval.json that could not be read."""
+    studies, problems = [], []
+    for path in sorted((run / "results").glob("*/retrieval.json")):
+        data = read_json(path)
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if not isinstance(rows, dict) or not rows \
+                or not all(isinstance(r, dict) and r.get("ndcg") for r in rows.values()):
+            problems.append(f"{path}: not a retrieval.json of eval.retrieval_report (no rows with ndcg)")
+            continue
+        npz = next(filter(None, (locate(r.get("file"), run) for r in rows.values())), None)
+        run_dir = npz.parent.parent if npz is not None else None
+        config = read_config(run_dir / "config.yaml") if run_dir else None
+        title = str(data.get("title") or path.parent.name)
+        track = get(config, "data.track")
+        if track is None:  # the title embedder.study gives: "<name> (<track> track)"
+            match = re.search(r"\((\w+) track\)", title)
+            track = match.group(1) if match else "unknown"
+        sweep = bool(get(config, "dims")) or any(SWEEP_ROW.fullmatch(n) for n in rows)
+        studies.append(Study(path.parent.name, path.parent, title, rows, run_dir, config, str(track), sweep))
+    rank = {t: i for i, t in enumerate(TRACKS)}
+    studies.sort(key=lambda s: (rank.get(s.track, len(TRACKS)), s.track, s.name))
+    return studies, problems
+
+
+def load_embeddings(path: Path) -> dict | None:
+    """Query and database embeddings of one row with their evaluation item indices (None: not stored)."""
+    with np.load(path) as f:
+        if "query_emb" not in f or "db_emb" not in f:
+            return None
+        return {"query_emb": f["query_emb"].astype(np.float32), "db_emb": f["db_emb"].astype(np.float32),
+                "query_items": f["query_items"].astype(np.int64), "db_items": f["db_items"].astype(np.int64),
+                "name": str(f["name"])}
+
+
+def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
+    """Joints of every evaluation item in its crop frame ([N, 16, 2] in 0..1, NaN where invisible),
+    aligned with the study's items.json, or None and why not."""
+    data = get(study.config, "data") or {}
+    root = locate(data.get("root"), run, *( [study.run_dir] if study.run_dir else []))
+    if root is None:
+        return None, f"the pose data folder {data.get('root')!r} of {study.name}'s config.yaml is not there"
+    try:
+        if data.get("format", "pose_json") == "pose_json":
+            from embedder.readers.pose_json import read_pose_json
+
+            records = read_pose_json(root / (data.get("annotation") or "poses.json"))
+        else:
+            from omegaconf import OmegaConf
+
+            from embedder.data import read_records
+
+            records = read_records(OmegaConf.create({**data, "root": str(root)}))
+    except Exception as err:  # noqa: BLE001 - a label-less map is still drawn; the caption says why
+        return None, f"the pose labels could not be read ({str(err)[:160]})"
+    splits = [get(study.config, "eval.query_split", "test"), get(study.config, "eval.db_split", "train")]
+    keep = np.flatnonzero(np.isin(records.splits, splits))  # the evaluation items, as embedder.study picks them
+    items = read_json(study.run_dir / "retrieval" / "items.json") if study.run_dir else None
+    paths = items.get("image_paths") if isinstance(items, dict) else None
+    tail = lambda p: Path(p).parts[-2:]
+    if paths is not None and [tail(records.image_paths[i]) for i in keep] != [tail(p) for p in paths]:
+        return None, "the pose labels on disk no longer match the study's evaluation items (items.json)"
+    boxes = records.boxes[keep]
+    side = (boxes[:, 2] - boxes[:, 0])[:, None, None]
+    joints = (records.joints[keep] - boxes[:, None, :2]) / side
+    joints[~records.visible[keep]] = np.nan
+    return joints.astype(np.float32), ""
+
+
+# ------------------------------------------------------------------------------------ captioning
+
+
+@dataclass
+class CaptionRun:
+    row: dict  # a captioning.json row
+    label: str  # e.g. "Top-Down / Cap / RL"
+    run_dir: Path | None
+    preds_file: Path | None
+    preds: dict[int, str] = field(default_factory=dict)
+    per_image: dict[int, dict] = field(default_factory=dict)
+    refs: Path | None = None  # the Karpathy json the captions were scored against
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.row.get("model", "?"), self.row.get("features", "?"), self.row.get("training", "?")
+
+
+def load_captioning(run: Path) -> tuple[dict | None, list[CaptionRun], Path]:
+    """captioning.json and, per row, its run folder with predictions, per-image scores and refs."""
+    path = run / "results" / "captioning" / "captioning.json"
+    table = read_json(path)
+    if not isinstance(table, dict) or not isinstance(table.get("rows"), list):
+        return None, [], path
+    runs = []
+    for row in table["rows"]:
+        preds_file = locate(row.get("preds"), run)
+        run_dir = preds_file.parent if preds_file else None
+        label = " / ".join(str(row.get(k, "?")) for k in ("model", "features", "training"))
+        cr = CaptionRun(row, label, run_dir, preds_file)
+        if preds_file:
+            data = read_json(preds_file)
+            if isinstance(data, list):
+                cr.preds = {int(p["image_id"]): str(p["caption"]) for p in data
+                            if isinstance(p, dict) and "image_id" in p}
+            split = preds_file.stem.removeprefix("preds_")
+            per = read_json(run_dir / f"per_image_{split}.json")
+            if isinstance(per, list):
+                cr.per_image = {int(p["image_id"]): p for p in per if isinstance(p, dict) and "image_id" in p}
+        metrics_file = locate(row.get("metrics_file"), run)
+        metrics = read_json(metrics_file) if metrics_file else None
+        refs = metrics.get("refs") if isinstance(metrics, dict) else None
+        cr.refs = locate(refs, run) or (locate(get(read_config(run_dir / "config.yaml"), "data.json"), run)
+                                        if run_dir else None)
+        runs.append(cr)
+    return table, runs, path
+
+
+def karpathy_refs(path: Path) -> tuple[dict[int, list[str]], dict[int, Path]]:
+    """Ground-truth captions and image files by image id (cocoid, else imgid) of a Karpathy json."""
+    data = read_json(path)
+    refs, files = {}, {}
+    for im in (data or {}).get("images", []) if isinstance(data, dict) else []:
+        try:
+            image_id = int(im["cocoid"] if "cocoid" in im else im["imgid"])
+            refs[image_id] = [str(s.get("raw") or " ".join(s.get("tokens", []))) for s in im.get("sentences", [])]
+            files[image_id] = path.parent / im.get("filepath", "") / im["filename"]
+        except (KeyError, TypeError, ValueError):
+            continue
+    return refs, files
+
+
+def sort_key(run: CaptionRun) -> tuple[int, int]:
+    f, t = run.row.get("features"), run.row.get("training")
+    return (FEATURE_ORDER.index(f) if f in FEATURE_ORDER else len(FEATURE_ORDER),
+            TRAINING_ORDER.index(t) if t in TRAINING_ORDER else len(TRAINING_ORDER))

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The staged pipeline: data -> stage1 (retrieval studies) -> features (Img, Cap) -> captioners (XE)
+# -> rl (SCST) -> scores (Table 1) -> report (static HTML).
+#
+# Usage: scripts/pipeline.sh CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]
+#   CONFIG   a pipeline config (configs/pipeline_demo.yaml, configs/pipeline_paper.yaml)
+#   --from/--to  run only the stages in this range (names above)
+#   --force  delete the outputs of the stages in range and run them again
+#   --run    the run folder (default: run_dir of CONFIG); every output of the run lives under it
+#
+# A stage that finished with the same inputs (its marker under RUN/.pipeline holds a fingerprint of its
+# commands, configs and the stages before it) is skipped; a killed run resumes, since each stage's
+# commands resume their own checkpoints. Each stage logs to RUN/logs/STAGE.log; a failed stage stops
+# the pipeline with one line naming that log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage="usage: $0 CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]"
+config=${1:?$usage}
+shift
+from="" to="" force=0 run_args=()
+while (($#)); do
+  case $1 in
+    --from) from=${2:?$usage}; shift 2 ;;
+    --to) to=${2:?$usage}; shift 2 ;;
+    --force) force=1; shift ;;
+    --run) run_args=(--run "${2:?$usage}"); shift 2 ;;
+    *) echo "error: unknown argument '$1'; $usage" >&2; exit 2 ;;
+  esac
+done
+
+plan() { python scripts/pipeline_plan.py "$config" "${run_args[@]}" "$@"; }
+mapfile -t stages < <(plan stages)
+run=$(plan run-dir)
+from=${from:-${stages[0]}} to=${to:-${stages[-1]}}
+index() { local i; for i in "${!stages[@]}"; do [[ ${stages[$i]} == "$1" ]] && { echo "$i"; return; }; done
+  echo "error: unknown stage '$1'; stages: ${stages[*]}" >&2; exit 2; }
+lo=$(index "$from") hi=$(index "$to")
+mkdir -p "$run/logs" "$run/.pipeline"
+start=$(date +%s)
+
+for ((i = lo; i <= hi; i++)); do
+  stage=${stages[$i]} log="$run/logs/${stages[$i]}.log" marker="$run/.pipeline/${stages[$i]}.done"
+  fingerprint=$(plan fingerprint "$stage")
+  if ((force)); then
+    rm -f "$marker"
+    while read -r path; do [[ -n $path ]] && rm -rf -- "$path"; done < <(plan outputs "$stage")
+  fi
+  if [[ -f $marker && $(cat "$marker") == "$fingerprint" ]]; then
+    echo "[$stage] complete, skipped"
+    continue
+  fi
+  rm -f "$marker"
+  commands=()
+  mapfile -t commands < <(plan commands "$stage")
+  echo "[$stage] running ${#commands[@]} command(s); log: $log"
+  t0=$(date +%s)
+  {
+    echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
+  } >>"$log"
+  for cmd in "${commands[@]}"; do
+    [[ -n $cmd ]] || continue
+    echo "\$ $cmd" >>"$log"
+    if ! bash -c "$cmd" >>"$log" 2>&1; then
+      last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300)
+      [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300)
+      echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
+      exit 1
+    fi
+  done
+  echo "$fingerprint" >"$marker.tmp" && mv "$marker.tmp" "$marker"
+  echo "[$stage] done in $(($(date +%s) - t0)) s"
+done
+
+echo
+while read -r table; do
+  [[ -f $table ]] && { cat "$table"; echo; }
+done < <(plan tables)
+[[ -f $run/report/index.html ]] && echo "report: $run/report/index.html"
+echo "pipeline finished in $(($(date +%s) - start)) s; every output under $run/"

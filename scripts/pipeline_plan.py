@@ -1,0 +1,195 @@
+"""What scripts/pipeline.sh runs: ``python scripts/pipeline_plan.py CONFIG [--run DIR] ACTION [STAGE]``.
+
+A pipeline config (``configs/pipeline_*.yaml``) lists the stage configs of one run; this script turns
+it into the shell commands of each stage, the outputs a stage owns (for ``--force``) and a fingerprint
+of everything a stage's result depends on (its commands, the bytes of its config files, and the
+fingerprint of the stage before it), so the shell script stays a plain loop. Actions:
+
+    stages                 the stage names, in order
+    commands STAGE         one shell command per line
+    outputs STAGE          the paths the stage writes (every one inside the run folder)
+    fingerprint STAGE      a hash that changes when anything the stage depends on changes
+    run-dir                the run folder
+    tables                 the Markdown tables to print at the end, one path per line
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from embedder.errors import CapawareError, run_cli  # noqa: E402
+
+STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
+
+
+@dataclass
+class PipelineConfig:
+    """Each list entry is ``"CONFIG [key=value ...]"``: a stage config plus its own overrides."""
+    name: str = "demo"
+    run_dir: str = "runs/demo"
+    stage1: list[str] = field(default_factory=list)  # retrieval studies; their datasets are the data stage
+    features: list[str] = field(default_factory=list)  # stage-two feature files
+    feature_sets: list[str] = field(default_factory=lambda: ["img", "cap"])  # data.features of each captioner
+    captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
+    rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
+    report: bool = True
+
+
+def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
+    if not Path(path).is_file():
+        raise CapawareError(path, "pipeline config not found", "pass one of configs/pipeline_*.yaml")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), OmegaConf.load(path))
+    except OmegaConfBaseException as err:
+        raise CapawareError(path, f"bad pipeline key: {str(err).splitlines()[0]}",
+                            "the valid keys are the fields of PipelineConfig in scripts/pipeline_plan.py") from None
+    if run_dir:
+        cfg.run_dir = run_dir
+    return cfg
+
+
+@dataclass
+class Entry:
+    config: str
+    overrides: list[str]
+
+    @classmethod
+    def parse(cls, text: str, run_dir: str, extra: tuple[str, ...] = ()) -> "Entry":
+        config, *overrides = shlex.split(text)
+        if not Path(config).is_file():
+            raise CapawareError(config, "stage config named by the pipeline config is missing",
+                                "fix the path in the pipeline config")
+        return cls(config, [f"run_dir={run_dir}", *extra, *overrides])
+
+    def args(self) -> str:
+        return " ".join(shlex.quote(a) for a in [self.config, *self.overrides])
+
+
+class Plan:
+    def __init__(self, cfg: PipelineConfig):
+        self.cfg = cfg
+        self.run = cfg.run_dir
+        r = self.run
+        self.stage1 = [Entry.parse(e, r) for e in cfg.stage1]
+        self.features = [Entry.parse(e, r) for e in cfg.features]
+        self.captioners = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.captioners for f in cfg.feature_sets]
+        self.rl = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.rl for f in cfg.feature_sets]
+
+    # -- what each stage runs -------------------------------------------------------------------
+    def commands(self, stage: str) -> list[str]:
+        py = "python"
+        if stage == "data":
+            seen, out = set(), []
+            for e in self.stage1:
+                root = self._stage1(e).data.root
+                if root not in seen:
+                    seen.add(root)
+                    out.append(f"{py} -m embedder.prepare --config {e.args()}")
+            return out
+        if stage == "stage1":
+            return [f"bash scripts/stage1_embedder.sh {e.args()}" for e in self.stage1]
+        if stage == "features":
+            return [f"bash scripts/stage2_features.sh {e.args()}" for e in self.features]
+        if stage == "captioners":
+            return [f"bash scripts/stage3_captioners.sh {e.args()}" for e in self.captioners]
+        if stage == "rl":
+            return [f"bash scripts/stage3_rl.sh {e.args()}" for e in self.rl]
+        if stage == "scores":
+            runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
+            return [f"{py} -m eval.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
+        if stage == "report":
+            if not self.cfg.report:
+                return []
+            report = shlex.quote(str(Path(self.run) / "report"))
+            return [f"{py} -m eval.report --run {shlex.quote(self.run)} --out {report}",
+                    f"{py} -m eval.report_check {report}/index.html --if-available"]
+        raise CapawareError("stage", f"unknown stage {stage!r}", f"use one of {', '.join(STAGES)}")
+
+    def outputs(self, stage: str) -> list[str]:
+        """What ``--force`` removes; the data stage only owns generated (synthetic) datasets."""
+        if stage == "data":
+            paths = [c.data.root for c in map(self._stage1, self.stage1) if c.data.synthetic is not None]
+        elif stage == "stage1":
+            paths = [p for c in map(self._stage1, self.stage1)
+                     for p in (c.out_dir, str(Path(c.run_dir) / "results" / c.name))]
+        elif stage == "features":
+            paths = [self._features(e).out for e in self.features]
+        elif stage in ("captioners", "rl"):
+            paths = self.captioner_dirs(stage)
+        elif stage == "scores":
+            paths = [self.captioning_dir()]
+        else:
+            paths = [str(Path(self.run) / "report")]
+        run = Path(self.run).resolve()
+        for p in paths:
+            if run not in Path(p).resolve().parents:
+                raise CapawareError(p, f"stage {stage} writes outside the run folder {self.run}",
+                                    "put every output of the stage configs under ${run_dir}")
+        return paths
+
+    def fingerprint(self, stage: str) -> str:
+        h = hashlib.sha256()
+        for s in STAGES[:STAGES.index(stage) + 1]:
+            h.update(s.encode())
+            for cmd in self.commands(s):
+                h.update(cmd.replace(self.run, "$RUN").encode())  # a copied run folder keeps its stages
+                for token in shlex.split(cmd):
+                    if token.endswith((".yaml", ".yml")) and Path(token).is_file():
+                        h.update(Path(token).read_bytes())
+        return h.hexdigest()[:16]
+
+    def tables(self) -> list[str]:
+        out = [str(Path(c.run_dir) / "results" / c.name / "retrieval.md") for c in map(self._stage1, self.stage1)]
+        return out + ([str(Path(self.captioning_dir()) / "captioning.md")] if self.captioner_dirs() else [])
+
+    # -- resolved stage configs -----------------------------------------------------------------
+    def captioning_dir(self) -> str:
+        return str(Path(self.run) / "results" / "captioning")
+
+    def captioner_dirs(self, stage: str | None = None) -> list[str]:
+        from captioners.config import load_captioner_config
+        from rl.config import load_scst_config
+
+        xe = [load_captioner_config(e.config, e.overrides).out_dir for e in self.captioners]
+        rl = [load_scst_config(e.config, e.overrides).out_dir for e in self.rl]
+        return {"captioners": xe, "rl": rl}.get(stage, xe + rl)
+
+    @staticmethod
+    def _stage1(e: Entry):
+        from embedder.config import load_config
+        return load_config(e.config, e.overrides)
+
+    @staticmethod
+    def _features(e: Entry):
+        from feature_extract.config import load_features_config
+        return load_features_config(e.config, e.overrides)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="scripts/pipeline_plan.py", description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
+    parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables"))
+    parser.add_argument("stage", nargs="?", choices=STAGES)
+    args = parser.parse_args(argv)
+    plan = Plan(load_pipeline(args.config, args.run))
+    if args.action in ("commands", "outputs", "fingerprint") and not args.stage:
+        parser.error(f"{args.action} needs a STAGE")
+    lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
+             "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
+             "fingerprint": lambda: [plan.fingerprint(args.stage)]}[args.action]()
+    if lines:
+        print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    run_cli(main)

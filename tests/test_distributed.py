@@ -1,0 +1,235 @@
+"""Multi-process training: ``torchrun --nproc_per_node 2`` (gloo, CPU) against one process, same global batch.
+
+Tolerances (relative, per logged step of train/loss; TensorBoard stores float32):
+- Captioner XE, dropout 0, no scheduled sampling: 1e-5. Measured ~1e-7: only the order of float32
+  sums differs (DDP's gradient average vs one backward over the whole batch).
+- Stage one, ``train.batchnorm=frozen``: 1e-4. Measured ~1e-5 after 6 SGD steps (step 1 is equal
+  bit for bit); the same reordering of sums, amplified a little by the log-ratio's 1/D gradients
+  through momentum. With ``batchnorm=batch`` each process normalises its own share of the batch, so
+  the runs differ by BatchNorm statistics (measured 2-100% on this 15-image batch); that case is
+  not compared here.
+Both runs use shares of unequal size (15 images over 2 processes; a last captioner batch of one
+image, which leaves one process a zero-weight stand-in). Each compared trajectory also crosses a
+kill and a resume between process counts: stage one is killed under torchrun after step 3 and
+resumed in one process; the captioner is killed in one process after step 3 (its checkpoint is
+step 2) and resumed under torchrun. A spy records every atomic write (os.replace) per rank: rank 1
+must write nothing. Two torchrun launches in all: each costs ~15 s of imports on 2 shared cores.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from embedder import distributed
+from embedder.device import pick_device, pick_precision
+from embedder.errors import CapawareError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SPY = '''
+import os, runpy, sys
+log = open(os.path.join(os.environ["SPY_DIR"], "rank%s.txt" % os.environ["RANK"]), "a")
+real_replace = os.replace
+def replace(src, dst, *args, **kwargs):
+    log.write(f"{dst}\\n")
+    log.flush()
+    return real_replace(src, dst, *args, **kwargs)
+os.replace = replace
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+'''
+
+
+def torchrun(tmp_path: Path, module: str, args: list[str], spy_dir: Path):
+    spy_dir.mkdir(exist_ok=True)
+    (tmp_path / "spy.py").write_text(SPY)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", SPY_DIR=str(spy_dir))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(tmp_path / "spy.py"), module, *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def written(spy_dir: Path, rank: int) -> list[str]:
+    path = spy_dir / f"rank{rank}.txt"
+    return path.read_text().split() if path.is_file() else []
+
+
+def tb_losses(tb_dir: Path, tag: str = "train/loss") -> dict[int, float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb_dir))
+    acc.Reload()
+    return {e.step: e.value for e in acc.Scalars(tag)}
+
+
+def assert_same_trajectory(one: dict[int, float], two: dict[int, float], steps: int, rtol: float) -> float:
+    assert sorted(one) == sorted(two) == list(range(1, steps + 1)), (sorted(one), sorted(two))
+    rel = max(abs(one[s] - two[s]) / abs(one[s]) for s in one)
+    assert rel <= rtol, (one, two)
+    return rel
+
+
+# ---------------------------------------------------------------------------------------- stage one
+
+
+def stage_one_args(data_root: Path, out: Path) -> list[str]:
+    return ["--config", "configs/demo_pose.yaml", f"data.root={data_root}", f"out_dir={out}",
+            "data.input_size=32", "data.synthetic.n_train=40", "data.synthetic.n_test=8", "data.synthetic.size=32",
+            "train.batch_size=15", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3",
+            "train.ckpt_every=2", "train.log_every=1", "graph.m=8", "train.positives=4", "eval.k=5",
+            "model.embed_dim=8", "train.lr=0.001", "train.batchnorm=frozen", "train.precision=auto"]
+
+
+def test_stage_one_two_processes_match_one_and_resume(tmp_path):
+    from embedder.synthetic import generate_poses
+    from embedder.train import main as train_main
+
+    data = tmp_path / "poses"
+    generate_poses(data, n_train=40, n_test=8, seed=0, size=32)
+    train_main(stage_one_args(data, tmp_path / "one"))
+
+    spy = tmp_path / "spy"
+    killed = torchrun(tmp_path, "embedder.train", stage_one_args(data, tmp_path / "two") + ["train.stop_after_steps=3"],
+                      spy)
+    assert killed.returncode != 0, killed.stderr[-3000:]  # both processes died at step 3, like a kill
+    method = tmp_path / "two" / "methods" / "l_log_ratio_m_dense"
+    assert torch.load(method / "last.pt", weights_only=True)["step"] == 3 and not (method / "model.pt").exists()
+    assert written(spy, 1) == []  # rank 1 wrote no checkpoint, graph or any other file
+    assert "last.pt" in {Path(p).name for p in written(spy, 0)}
+    train_main(stage_one_args(data, tmp_path / "two"))  # resumed in one process
+
+    one = tb_losses(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "tb")
+    rel = assert_same_trajectory(one, tb_losses(method / "tb"), steps=6, rtol=1e-4)
+    print(f"stage one: max relative loss difference {rel:.2e}")
+    a = torch.load(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "model.pt", weights_only=True)
+    b = torch.load(method / "model.pt", weights_only=True)
+    assert a["step"] == b["step"] == 6
+    assert len(list((method / "tb").glob("events.out.tfevents.*"))) == 2  # one per launch: rank 0's
+
+
+# ------------------------------------------------------------------------------------------ captioner
+
+
+@pytest.fixture(scope="module")
+def captions(tmp_path_factory):
+    """16 synthetic training images with prepro and random 2 x 2 x 8 features."""
+    from captioners.prepro import prepro, read_labels
+    from embedder.synthetic import generate_captions
+    from tests.test_captioners import write_feats
+
+    root = tmp_path_factory.mktemp("ddp_captions")
+    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
+    prepro(json_path, root / "prep", threshold=1, max_length=16)
+    feats = write_feats(root / "img.h5", read_labels(root / "prep" / "labels.h5").image_ids)
+    return root, json_path, feats
+
+
+def captioner_args(captions, out: Path) -> list[str]:
+    root, json_path, feats = captions
+    return [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
+            f"data.features={feats}", f"out_dir={out}", "model.rnn_size=16", "model.input_encoding_size=12",
+            "model.att_hid_size=8", "model.drop_prob_lm=0.0", "train.batch_size=5", "train.epochs=2",
+            "train.lr=5e-3", "train.ckpt_every=2", "train.log_every=1", "val.batch_size=3"]
+
+
+def test_captioner_two_processes_match_one(captions, tmp_path):
+    from captioners.config import load_captioner_config
+    from captioners.train import StopRequested, train
+
+    def config(out, *extra):
+        return load_captioner_config(ROOT / "configs/demo_topdown.yaml", captioner_args(captions, out) + list(extra))
+
+    train(config(tmp_path / "one"), progress=False)
+    with pytest.raises(StopRequested):  # killed in one process after step 3; last.pt holds step 2
+        train(config(tmp_path / "two", "train.stop_after_steps=3"), progress=False)
+    spy = tmp_path / "spy"
+    run = torchrun(tmp_path, "captioners.train",
+                   ["--config", "configs/demo_topdown.yaml", *captioner_args(captions, tmp_path / "two")], spy)
+    assert run.returncode == 0, run.stderr[-3000:]
+    # 16 images in batches of 5: 4 steps an epoch, the last batch one image (rank 1: a stand-in)
+    rel = assert_same_trajectory(tb_losses(tmp_path / "one" / "tb"), tb_losses(tmp_path / "two" / "tb"), steps=8,
+                                 rtol=1e-5)
+    print(f"captioner: max relative loss difference {rel:.2e}")
+    a = torch.load(tmp_path / "one" / "last.pt", weights_only=True)
+    b = torch.load(tmp_path / "two" / "last.pt", weights_only=True)
+    assert a["done"] and b["done"] and a["step"] == b["step"] == 8
+    for key in a["model"]:  # alpha_net.bias shifts every attention logit: softmax makes its true
+        if key != "core.attention.alpha_net.bias":  # gradient 0, so Adam follows rounding noise there
+            torch.testing.assert_close(a["model"][key], b["model"][key], rtol=1e-4, atol=1e-5)
+    assert written(spy, 1) == []
+    assert {Path(p).name for p in written(spy, 0)} >= {"last.pt", "best.pt", "history.json", "config.yaml"}
+
+
+# ---------------------------------------------------------------------------------- selection logic
+
+
+def test_precision_auto_is_bfloat16_on_a_bf16_gpu_and_float32_elsewhere(monkeypatch):
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    assert pick_precision("auto", cpu) is None
+    assert pick_precision("float32", cpu) is None and pick_precision("bfloat16", cpu) is torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert pick_precision("auto", gpu) is torch.bfloat16 and pick_precision("float32", gpu) is None
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)  # e.g. a V100
+    assert pick_precision("auto", gpu) is None
+    with pytest.raises(CapawareError, match="train.precision"):
+        pick_precision("float16", cpu)
+
+
+def test_captioner_configs_reject_an_unknown_precision():
+    from captioners.config import load_captioner_config
+    from rl.config import load_scst_config
+
+    assert load_captioner_config(ROOT / "configs/demo_topdown.yaml").train.precision == "auto"
+    with pytest.raises(CapawareError, match="train.precision"):
+        load_captioner_config(ROOT / "configs/demo_topdown.yaml", ["train.precision=half"])
+    with pytest.raises(CapawareError, match="train.precision"):
+        load_scst_config(ROOT / "configs/demo_topdown_scst.yaml", ["train.precision=half"])
+
+
+def test_torchrun_process_takes_its_own_gpu(monkeypatch):
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert pick_device("auto") == torch.device("cuda", 1) and chosen == [1]
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    with pytest.raises(CapawareError, match="nproc_per_node"):
+        pick_device("cuda")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert pick_device("auto") == torch.device("cuda")
+
+
+def test_shares_partition_every_global_batch():
+    from captioners.data import EpochBatches, ShardedBatches
+
+    for n, world in ((15, 2), (1, 2), (96, 4), (3, 4)):
+        parts = [distributed.share(n, r, world) for r in range(world)]
+        assert sorted(np.concatenate(parts).tolist()) == list(range(n))
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    glob = list(EpochBatches(11, 5, seed=0, epoch=0))  # batches of 5, 5, 1
+    shares = [ShardedBatches(EpochBatches(11, 5, seed=0, epoch=0), r, 2) for r in range(2)]
+    drawn = [list(s) for s in shares]
+    for b, keys in enumerate(glob):
+        real = [k for r in range(2) if shares[r].real[b] for k in drawn[r][b]]
+        assert sorted(real) == sorted(keys)
+    assert shares[1].real == [True, True, False] and drawn[1][2] == glob[2][:1]  # zero-weight stand-in
+
+
+def test_sync_batchnorm_is_refused_on_cpu_under_torchrun():
+    from embedder.model import build_model
+    from embedder.train import prepare_batchnorm
+
+    model = build_model("resnet18", 8)
+    with pytest.raises(CapawareError, match="train.batchnorm"):
+        prepare_batchnorm(model, "sync", torch.device("cpu"), world=2)
+    assert prepare_batchnorm(model, "sync", torch.device("cpu"), world=1) is model  # one process: plain BN
+    with pytest.raises(CapawareError, match="train.batchnorm"):
+        prepare_batchnorm(model, "ghost", torch.device("cpu"), world=1)

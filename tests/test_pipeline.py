@@ -1,0 +1,124 @@
+"""scripts/pipeline.sh on tests/fixtures/pipeline_tiny.yaml: stage skipping, one-line failures, and a
+SIGKILL during stage three followed by a rerun giving the tables of an uninterrupted run."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests" / "fixtures" / "pipeline_tiny.yaml"
+
+
+def env() -> dict:
+    bin_dir = str(Path(sys.executable).parent)  # the venv's python, as `make` puts it first on PATH
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+
+
+def pipeline(config: Path, run: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "scripts/pipeline.sh", str(config), "--run", str(run), *args], cwd=ROOT,
+                          env=env(), capture_output=True, text=True, **kw)
+
+
+def tiny_config(tmp: Path, **changes) -> Path:
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg.update(changes)
+    path = tmp / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def table_rows(run: Path) -> list[dict]:
+    """Table 1 rows without the fields that name the run folder."""
+    rows = json.loads((run / "results" / "captioning" / "captioning.json").read_text())["rows"]
+    keep = ("model", "features", "training", "B4", "C", "M", "R", "n_images", "decoding")
+    return [{k: r.get(k) for k in keep} for r in rows]
+
+
+def test_a_failed_stage_stops_with_one_line_naming_its_log(tmp_path):
+    missing = tmp_path / "no_such_dataset"
+    bad = tiny_config(tmp_path, stage1=[f"configs/demo_caption.yaml data.synthetic=null data.root={missing}"])
+    out = pipeline(bad, tmp_path / "run")
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("error: stage data failed") and str(missing) in lines[0]
+    assert lines[0].endswith(f"(full log: {tmp_path / 'run' / 'logs' / 'data.log'})")
+    assert not (tmp_path / "run" / ".pipeline" / "data.done").exists()
+
+
+def test_a_bad_stage_config_is_refused_before_anything_runs(tmp_path):
+    bad = tiny_config(tmp_path, stage1=["configs/demo_caption.yaml train.epochs=oops"])
+    out = pipeline(bad, tmp_path / "run")
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
+    assert "train.epochs" in out.stderr and not (tmp_path / "run" / "logs" / "data.log").exists()
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory) -> tuple[Path, Path]:
+    """data -> stage1 -> features once; the stage-three runs below start from copies of it."""
+    tmp = tmp_path_factory.mktemp("pipeline")
+    config = tiny_config(tmp, feature_sets=["cap"])
+    out = pipeline(config, tmp / "base", "--to", "features", timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return config, tmp / "base"
+
+
+@pytest.mark.timeout(900)
+def test_sigkill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstream, tmp_path):
+    config, base = upstream
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    shutil.copytree(base, whole)
+    shutil.copytree(base, killed)
+
+    out = pipeline(config, whole, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for stage in ("data", "stage1", "features"):  # a copied run keeps its finished stages
+        assert f"[{stage}] complete, skipped" in out.stdout
+
+    proc = subprocess.Popen(["bash", "scripts/pipeline.sh", str(config), "--run", str(killed)], cwd=ROOT,
+                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    ckpt = killed / "captioners" / "cap_att2all2" / "last.pt"
+    deadline = time.time() + 300
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert ckpt.exists() and proc.poll() is None, "stage three never wrote its first checkpoint"
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, mid-training
+    proc.wait()
+    state = __import__("torch").load(ckpt, weights_only=True)
+    assert not state["done"]  # it really died before the end of XE
+    assert not (killed / ".pipeline" / "captioners.done").exists()
+
+    out = pipeline(config, killed, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[captioners] running" in out.stdout
+    assert table_rows(killed) == table_rows(whole)
+    assert [r["training"] for r in table_rows(whole)] == ["XE", "RL"]
+
+    again = pipeline(config, killed, timeout=120)  # everything complete: nothing runs
+    assert again.returncode == 0 and "running" not in again.stdout
+    assert again.stdout.count("complete, skipped") == 7
+    assert "### Captioning" in again.stdout  # the final tables are printed
+
+
+@pytest.mark.timeout(600)
+def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
+    config, base = upstream
+    run = tmp_path / "run"
+    shutil.copytree(base, run)
+    before = (run / "features" / "cap.h5").stat().st_mtime_ns
+    stage1 = (run / "caption" / "methods").stat().st_mtime_ns
+    out = pipeline(config, run, "--from", "features", "--to", "features", "--force", timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[features] running" in out.stdout and "[stage1]" not in out.stdout and "[captioners]" not in out.stdout
+    assert (run / "features" / "cap.h5").stat().st_mtime_ns != before
+    assert (run / "caption" / "methods").stat().st_mtime_ns == stage1
