@@ -55,16 +55,12 @@ def shard_path(out_dir: str | Path, i: int, n_shards: int) -> Path:
 def train_space(cfg):
     """The training label space exactly as ``embedder.study.prepare_track`` builds it."""
     from embedder.data import read_records
-    from embedder.study import TRAIN_SPLITS
+    from embedder.study import split_indices
 
     records = read_records(cfg.data)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
-    if len(train_idx) == 0:
-        raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
-    eval_idx = np.flatnonzero(np.isin(records.splits, [cfg.eval.query_split, cfg.eval.db_split]))
-    return make_spaces(cfg, records, train_idx, eval_idx, out)[0]
+    return make_spaces(cfg, records, *split_indices(cfg, records), out)[0]
 
 
 def graph_identity(space, m: int) -> dict:

@@ -58,15 +58,21 @@ def load_or_build_graph(path: Path, space, cfg, m: int) -> NeighbourGraph:
 TRAIN_SPLITS = {"caption": ("train", "restval")}  # Karpathy: restval joins training, as is standard
 
 
+def split_indices(cfg, records) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``records`` that train, and rows that evaluate (queries and database)."""
+    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
+    if len(train_idx) == 0:
+        raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
+    eval_idx = np.flatnonzero(np.isin(records.splits, [cfg.eval.query_split, cfg.eval.db_split]))
+    return train_idx, eval_idx
+
+
 def prepare_track(cfg) -> Track:
     records = read_records(cfg.data)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
-    if len(train_idx) == 0:
-        raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
+    train_idx, eval_idx = split_indices(cfg, records)
     e = cfg.eval
-    eval_idx = np.flatnonzero(np.isin(records.splits, [e.query_split, e.db_split]))
     train_space, eval_space = make_spaces(cfg, records, train_idx, eval_idx, out)
     graph = load_or_build_graph(out / "labels.h5", train_space, cfg, cfg.graph.m)
     train = select(records, train_idx)
