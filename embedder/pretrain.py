@@ -59,7 +59,7 @@ def pretrain(cfg, out_dir: Path, bank: ImageBank, targets: np.ndarray, progress:
             opt.load_state_dict(state["optimizer"])
             step = int(state["step"])
     y = torch.from_numpy(targets)
-    writer = SummaryWriter(str(out_dir / "tb"), purge_step=step)
+    writer = SummaryWriter(str(out_dir / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
     model.train()
     for step in tqdm(range(step, total), initial=step, total=total, desc="class pretraining",
                      disable=not progress, leave=False):

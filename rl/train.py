@@ -142,7 +142,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
             state["cuda_rng"] = torch.cuda.get_rng_state()
         save_checkpoint(state, last)
 
-    writer = SummaryWriter(str(out / "tb"), purge_step=step)
+    writer = SummaryWriter(str(out / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
 
     def validate(epoch: int, lr: float) -> None:
         nonlocal best

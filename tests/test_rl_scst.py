@@ -238,9 +238,31 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
     h_full = json.loads((tmp_path / "full" / "history.json").read_text())
     h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
     assert h_full == h_killed
+    for tag in ("scst/loss", "val/cider_d"):  # every step logged once: a resume neither loses nor repeats one
+        full, killed_steps = tb_steps(tmp_path / "full" / "tb", tag), tb_steps(tmp_path / "killed" / "tb", tag)
+        assert full == killed_steps and len(full) == len(set(full)) > 1, (tag, full, killed_steps)
 
     with pytest.raises(CapawareError, match="another config"):
         train(load_scst_config(cfg_path, killed + ["train.lr=1e-3"]), progress=False)
+
+
+def tb_steps(tb_dir, tag: str) -> list[int]:
+    """The steps TensorBoard shows for ``tag``: files in the order they were written, and a writer's
+    purge_step (a SessionLog START) dropping what an earlier file logged at or after it. TensorBoard
+    orders files by name (a timestamp in seconds); this test's launches share a second, so order by
+    the first event's wall time instead."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    files = sorted((next(iter(EventFileLoader(str(f)).Load())).wall_time, str(f)) for f in Path(tb_dir).iterdir())
+    steps: set[int] = set()
+    for _, f in files:
+        for event in EventFileLoader(f).Load():
+            if event.HasField("session_log") and event.session_log.status == event.session_log.START:
+                steps = {s for s in steps if s < event.step}
+            elif any(v.tag == tag for v in event.summary.value):
+                assert event.step not in steps, (tag, event.step)
+                steps.add(event.step)
+    return sorted(steps)
 
 
 def test_config_checks_and_paper_settings(xe_run, tmp_path):
