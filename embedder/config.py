@@ -74,6 +74,7 @@ class MethodConfig:
     embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
     lr: Optional[float] = None  # overrides train.lr: the log-ratio gradient scales as 1/D(f_a, f_i)
     # (Eq. 6), unlike the triplet losses on unit vectors, so its best SGD step differs (README).
+    distance: str = "squared"  # log-ratio D(f): squared (the paper, Eq. 5) | euclidean (the authors' released code)
 
 
 @dataclass
@@ -86,6 +87,8 @@ class TrainConfig:
     optimizer: str = "sgd"  # sgd | adam
     lr: float = 1e-2
     lr_decay: float = 0.9  # exponential decay of lr per epoch
+    lr_end_fraction: Optional[float] = None  # instead: decay exponentially to this fraction of lr at the last step,
+    # so a shortened (demo) schedule still ends where the full one does; None: lr_decay per epoch
     head_warmup_steps: int = 0  # LP-FT: train the fresh head alone on the frozen trunk first (embedder/head_warmup.py)
     head_warmup_lr: float = 1e-3  # Adam step of that warm-up
     momentum: float = 0.9

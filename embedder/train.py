@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.nn.utils import get_total_norm
 from tqdm import tqdm
 
 from embedder import distributed
@@ -52,6 +53,9 @@ class MethodLoss(torch.nn.Module):
 
     def __init__(self, method, positives: int, eps: float, seed: int):
         super().__init__()
+        if method.distance not in ("squared", "euclidean"):
+            raise CapawareError("method.distance", f"unknown log-ratio distance {method.distance!r}",
+                                "use squared (the paper) or euclidean (the authors' code)")
         if method.loss not in LOSSES or method.mining not in MININGS:
             raise CapawareError("method", f"unknown loss/mining {method.loss!r}/{method.mining!r}",
                                 f"loss in {LOSSES}, mining in {MININGS}")
@@ -67,7 +71,7 @@ class MethodLoss(torch.nn.Module):
     def forward(self, emb, anchors, label_dist, positive):
         m = self.method
         if m.loss == "log_ratio":
-            return log_ratio_loss(emb, anchors, label_dist, eps=self.eps)
+            return log_ratio_loss(emb, anchors, label_dist, eps=self.eps, squared=m.distance == "squared")
         if m.loss == "margin":
             return self.margin_loss(emb, anchors, positive, generator=self.generator)
         mask = dense_triplet_mask(anchors, label_dist) if m.mining == "dense" else binary_triplet_mask(anchors, positive)
@@ -145,6 +149,18 @@ class TrunkHead(torch.nn.Module):
         return self.model.head(features.float())
 
 
+def lr_factor(t, per_epoch: int, total: int):
+    """Exponential lr decay as a function of the step: ``lr_decay`` per epoch (the paper's schedule), or
+    down to ``lr_end_fraction`` at step ``total`` (a demo trains a fraction of the paper's 15 epochs; kept
+    at 0.9 per epoch its lr would barely decay, and its last steps would be as noisy as its first)."""
+    if t.lr_end_fraction is None:
+        return lambda s: t.lr_decay ** (s / per_epoch)
+    if not 0 < t.lr_end_fraction <= 1:
+        raise CapawareError("train.lr_end_fraction", f"must be in (0, 1], got {t.lr_end_fraction}",
+                            "e.g. 0.2 (0.9 ** 15: where the paper's 15 epochs at 0.9 per epoch end), or null")
+    return lambda s: t.lr_end_fraction ** (s / total)
+
+
 def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device, world: int) -> torch.nn.Module:
     """``train.batchnorm``: batch (per-process statistics) | sync (SyncBatchNorm: one set of batch
     statistics over all processes; CUDA only, a no-op in one process) | frozen (set by ``freeze_bn``)."""
@@ -199,7 +215,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, t.anchors_per_batch, cfg.seed)
     per_epoch = sampler.steps_per_epoch()
     total = max(1, math.ceil(t.epochs * per_epoch))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: t.lr_decay ** (s / per_epoch))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
 
     ckpt_path, fingerprint = out_dir / "last.pt", run_fingerprint(cfg, method)
     step, warmup = 0, []
@@ -259,6 +275,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         if step % t.log_every == 0 or step == total:
             writer.add_scalar("train/loss", loss.item(), step)
             writer.add_scalar("train/lr", sched.get_last_lr()[0], step)
+            grads = [p.grad for p in params if p.grad is not None]
+            writer.add_scalar("train/grad_norm", float(get_total_norm(grads)), step)
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if step % t.ckpt_every == 0 or step == total:
             checkpoint(ckpt_path, done=step == total)

@@ -50,6 +50,22 @@ def test_log_ratio_closed_form_and_mask_path_match_per_triplet_reference(seed, t
         assert torch.allclose(g, ref_g, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+def test_log_ratio_euclidean_distance_matches_per_triplet_reference(seed):
+    """The authors' released code uses ||f_a - f_b||, not its square: log-ratios in embedding space halve."""
+    emb, anchors, label_dist = _case(seed, ties=seed == 0)
+    ref_l, ref_g = _grad(lambda x: log_ratio_loss_per_triplet(x, anchors, label_dist, squared=False), emb)
+    l, g = _grad(lambda x: log_ratio_loss(x, anchors, label_dist, squared=False), emb)
+    assert torch.allclose(l, ref_l, rtol=1e-5, atol=0)  # eps sits inside the root here, outside there
+    assert torch.allclose(g, ref_g, rtol=1e-5, atol=1e-8)
+    squared_l, _ = _grad(lambda x: log_ratio_loss(x, anchors, label_dist), emb)
+    assert not torch.allclose(l, squared_l, rtol=1e-3)
+    coincident = emb.clone()
+    coincident[1] = coincident[int(anchors[0])]  # a zero distance: finite loss and gradient
+    l0, g0 = _grad(lambda x: log_ratio_loss(x, anchors, label_dist, squared=False), coincident)
+    assert torch.isfinite(l0) and torch.isfinite(g0).all()
+
+
 def _eq6to9_grad(emb, anchors, label_dist, mask, eps):
     """Eq. 6-9 summed over triplets, divided by their number (D + eps where the loss has it)."""
     grad = torch.zeros_like(emb)

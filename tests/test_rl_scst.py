@@ -20,6 +20,7 @@ from embedder.errors import CapawareError
 from rl.cider import CiderReward, build_doc_freq
 from rl.config import load_scst_config
 from rl.scst import baseline, greedy_captions, mean_of_others, sample_captions, scst_loss
+from tests.tensorboard_log import tb_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,25 +245,6 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
 
     with pytest.raises(CapawareError, match="another config"):
         train(load_scst_config(cfg_path, killed + ["train.lr=1e-3"]), progress=False)
-
-
-def tb_steps(tb_dir, tag: str) -> list[int]:
-    """The steps TensorBoard shows for ``tag``: files in the order they were written, and a writer's
-    purge_step (a SessionLog START) dropping what an earlier file logged at or after it. TensorBoard
-    orders files by name (a timestamp in seconds); this test's launches share a second, so order by
-    the first event's wall time instead."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-
-    files = sorted((next(iter(EventFileLoader(str(f)).Load())).wall_time, str(f)) for f in Path(tb_dir).iterdir())
-    steps: set[int] = set()
-    for _, f in files:
-        for event in EventFileLoader(f).Load():
-            if event.HasField("session_log") and event.session_log.status == event.session_log.START:
-                steps = {s for s in steps if s < event.step}
-            elif any(v.tag == tag for v in event.summary.value):
-                assert event.step not in steps, (tag, event.step)
-                steps.add(event.step)
-    return sorted(steps)
 
 
 def test_config_checks_and_paper_settings(xe_run, tmp_path):

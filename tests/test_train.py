@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.tensorboard_log import tb_steps
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,7 +18,7 @@ def tiny_overrides(tmp: Path, data_root: Path, out: str) -> list[str]:
             "data.synthetic.n_train=40", "data.synthetic.n_test=8", "data.synthetic.size=32",
             "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3",
             "train.ckpt_every=2", "graph.m=8", "train.positives=4", "eval.k=5",
-            "model.embed_dim=8", "train.lr=0.05"]
+            "model.embed_dim=8", "train.lr=0.05", "train.log_every=1"]
 
 
 def run(args, **kw):
@@ -51,6 +53,21 @@ def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root,
     assert a["step"] == b["step"] == 6
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
+    full_tb, killed_tb = next((tmp_path / "full" / "methods").iterdir()) / "tb", method_dir / "tb"
+    for tag in ("train/loss", "train/grad_norm"):  # every step logged once: a resume neither loses nor repeats one
+        assert tb_steps(full_tb, tag) == tb_steps(killed_tb, tag) == list(range(1, 7)), tag
+
+
+def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root):
+    from tests.tensorboard_log import tb_values
+
+    args = ["-m", "embedder.train", "--config", "configs/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
+            "train.lr_end_fraction=0.25"]
+    assert run(args).returncode == 0
+    lr = tb_values(next((tmp_path / "run" / "methods").iterdir()) / "tb", "train/lr")  # lr of the step after
+    assert lr[6] == pytest.approx(0.05 * 0.25) and lr[3] == pytest.approx(0.05 * 0.5)  # 6 steps in all
+    bad = run(args[:-1] + ["train.lr_end_fraction=0"])
+    assert bad.returncode == 2 and "lr_end_fraction" in bad.stderr.splitlines()[-1]
 
 
 def one_line_error(result, *needles):

@@ -21,10 +21,15 @@ from embedder.mining import dense_triplet_mask, not_anchor, triplets_from_mask
 
 
 def _log_residual(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.Tensor,
-                  eps: float) -> torch.Tensor:
-    """u [A, B] = log(D(f_a, f_b) + eps) - log(D(y_a, y_b) + eps)."""
+                  eps: float, squared: bool = True) -> torch.Tensor:
+    """u [A, B] = log(D(f_a, f_b) + eps) - log(D(y_a, y_b) + eps).
+
+    ``squared`` False: D(f) is the unsquared distance, log D = 1/2 log(||f_a - f_b||^2 + eps^2),
+    which equals log(eps) at a coincident pair like the squared form and, unlike log(sqrt(.)), has
+    a finite gradient there (the anchor's own column included)."""
     d_emb = anchor_sq_dist(emb, anchors)
-    return torch.log(d_emb + eps) - torch.log(label_dist.to(d_emb.dtype) + eps)
+    log_d = torch.log(d_emb + eps) if squared else 0.5 * torch.log(d_emb + eps * eps)
+    return log_d - torch.log(label_dist.to(d_emb.dtype) + eps)
 
 
 def _dense_pair_sum(u: torch.Tensor, anchors: torch.Tensor,
@@ -58,13 +63,14 @@ def _dense_pair_sum(u: torch.Tensor, anchors: torch.Tensor,
 
 
 def log_ratio_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.Tensor,
-                   mask: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+                   mask: torch.Tensor | None = None, eps: float = 1e-6, squared: bool = True) -> torch.Tensor:
     """Eq. 5 averaged over the mined triplets; 0 (still attached to ``emb``) if there are none.
 
     emb [B, D] (not normalised: the loss is scale-free), anchors [A] batch positions, label_dist
     [A, B] = D(y_anchor, y_b). With ``mask`` None the dense triplets of Eq. 10 are used through an
     exact O(A B log B) closed form; a given ``mask`` [A, B, B] (any miner) is applied by broadcasting
-    [A, B, B]. The gradient is Eq. 6-9 (with D + eps in the denominators).
+    [A, B, B]. The gradient is Eq. 6-9 (with D + eps in the denominators). ``squared`` False uses the
+    unsquared embedding distance of the authors' released code instead of the paper's squared one.
     """
     if emb.dim() != 2:
         raise ValueError(f"emb must be [B, D]; got {tuple(emb.shape)}")
@@ -74,7 +80,7 @@ def log_ratio_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
     if not bool(torch.isfinite(label_dist).all()):
         raise ValueError("label_dist has NaN or inf entries; give every batch member a finite distance")
     anchors, label_dist = anchors.to(emb.device), label_dist.to(emb.device)
-    u = _log_residual(emb, anchors, label_dist, eps)
+    u = _log_residual(emb, anchors, label_dist, eps, squared)
     if mask is None:
         total, count = _dense_pair_sum(u, anchors, label_dist)
     else:
@@ -90,7 +96,8 @@ def log_ratio_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
 
 
 def log_ratio_loss_per_triplet(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.Tensor,
-                               mask: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+                               mask: torch.Tensor | None = None, eps: float = 1e-6,
+                               squared: bool = True) -> torch.Tensor:
     """Slow, literal Eq. 5: one Python iteration per triplet. For tests and benchmarks only."""
     if mask is None:
         mask = dense_triplet_mask(anchors, label_dist)
@@ -98,8 +105,8 @@ def log_ratio_loss_per_triplet(emb: torch.Tensor, anchors: torch.Tensor, label_d
     terms = []
     for a, i, j in zip(a_rows.tolist(), i_idx.tolist(), j_idx.tolist()):
         f_a, f_i, f_j = emb[int(anchors[a])], emb[i], emb[j]
-        d_i = ((f_i - f_a) ** 2).sum()
-        d_j = ((f_j - f_a) ** 2).sum()
+        d_i = ((f_i - f_a) ** 2).sum() if squared else torch.linalg.vector_norm(f_i - f_a)
+        d_j = ((f_j - f_a) ** 2).sum() if squared else torch.linalg.vector_norm(f_j - f_a)
         y_i, y_j = label_dist[a, i], label_dist[a, j]
         terms.append((torch.log((d_i + eps) / (d_j + eps)) - torch.log((y_i + eps) / (y_j + eps))) ** 2)
     if not terms:
