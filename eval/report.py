@@ -159,11 +159,17 @@ def section_retrieval_tables(ctx: Context, studies: list[Study]) -> Section:
     return sec
 
 
-def section_curves(ctx: Context, studies: list[Study]) -> Section:
-    sec = Section("3. nDCG@K and mean label distance@K (Fig. 3)")
+def main_studies(sec: Section, studies: list[Study]) -> list[Study]:
+    """The studies with retrieval curves and grids (not dimension sweeps); noted in ``sec`` if none."""
     main = [s for s in studies if not s.sweep]
     if not main:
         sec.note_missing("no retrieval study under RUN/results", STAGE1)
+    return main
+
+
+def section_curves(ctx: Context, studies: list[Study]) -> Section:
+    sec = Section("3. nDCG@K and mean label distance@K (Fig. 3)")
+    main = main_studies(sec, studies)
     for study in main:
         src, rel = study.results_dir / "curves.png", f"img/{anchor(study.name)}/curves.png"
         how = f"{code(ctx.shown(src))} (eval.retrieval_report.plot_curves)"
@@ -184,9 +190,7 @@ def _query_number(path: Path) -> int:
 
 def section_grids(ctx: Context, studies: list[Study]) -> Section:
     sec = Section("4. Retrieval examples (Fig. 4, 6, 7)")
-    main = [s for s in studies if not s.sweep]
-    if not main:
-        sec.note_missing("no retrieval study under RUN/results", STAGE1)
+    main = main_studies(sec, studies)
     for study in main:
         grids = sorted(study.results_dir.glob("grid_query*.png"), key=_query_number)
         sec.add(f"<h3>{esc(study.title)}</h3>")

@@ -6,6 +6,7 @@ import itertools
 import json
 import pickle
 from collections import Counter
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -46,6 +47,19 @@ def write_feats(path, image_ids, regions=4, dim=8, seed=0, complete=True, dtype=
         f.create_dataset("image_id", data=ids)
         f.attrs["complete"] = complete
     return path
+
+
+def tiny_caption_set(root: Path) -> tuple[Path, Path]:
+    """16 synthetic training images + 4 test, prepro'd (threshold 1) into root/prep, and a 2 x 2 x 8
+    feats.h5 (``att_grid`` set) holding every image: what the captioner, SCST and DDP tests start from."""
+    from embedder.synthetic import generate_captions
+
+    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
+    prepro(json_path, root / "prep", threshold=1, max_length=16)
+    feats = write_feats(root / "img.h5", read_labels(root / "prep" / "labels.h5").image_ids)
+    with h5py.File(feats, "a") as f:
+        f.attrs["att_grid"] = [2, 2]
+    return json_path, feats
 
 
 # ----------------------------------------------------------------------------------------- prepro

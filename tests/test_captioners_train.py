@@ -15,7 +15,7 @@ from captioners.config import load_captioner_config
 from captioners.prepro import read_labels
 from captioners.train import StopRequested, train
 from embedder.errors import CapawareError
-from tests.test_captioners import write_feats
+from tests.test_captioners import tiny_caption_set
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,16 +26,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Synthetic Karpathy set + prepro + a feats.h5 holding every image (random 2 x 2 grid, C = 8)."""
-    from captioners.prepro import prepro
-    from embedder.synthetic import generate_captions
-
     root = tmp_path_factory.mktemp("captrain")
-    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
-    prepro(json_path, root / "prep", threshold=1, max_length=16)
-    lab = read_labels(root / "prep" / "labels.h5")
-    feats = write_feats(root / "img.h5", lab.image_ids)
+    json_path, feats = tiny_caption_set(root)
     with h5py.File(feats, "a") as f:
-        f.attrs["att_grid"] = [2, 2]
         f.attrs["backbone"] = "metric-learning"  # what stage two writes for a stage-one checkpoint: "Cap"
     return root, json_path, feats
 

@@ -27,6 +27,7 @@ import torch
 from embedder import distributed
 from embedder.device import pick_device, pick_precision
 from embedder.errors import CapawareError
+from tests.tensorboard_log import tb_values
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,14 +59,6 @@ def torchrun(tmp_path: Path, module: str, args: list[str], spy_dir: Path):
 def written(spy_dir: Path, rank: int) -> list[str]:
     path = spy_dir / f"rank{rank}.txt"
     return path.read_text().split() if path.is_file() else []
-
-
-def tb_losses(tb_dir: Path, tag: str = "train/loss") -> dict[int, float]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb_dir))
-    acc.Reload()
-    return {e.step: e.value for e in acc.Scalars(tag)}
 
 
 def assert_same_trajectory(one: dict[int, float], two: dict[int, float], steps: int, rtol: float) -> float:
@@ -104,8 +97,8 @@ def test_stage_one_two_processes_match_one_and_resume(tmp_path):
     assert "last.pt" in {Path(p).name for p in written(spy, 0)}
     train_main(stage_one_args(data, tmp_path / "two"))  # resumed in one process
 
-    one = tb_losses(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "tb")
-    rel = assert_same_trajectory(one, tb_losses(method / "tb"), steps=6, rtol=1e-4)
+    one = tb_values(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "tb", "train/loss")
+    rel = assert_same_trajectory(one, tb_values(method / "tb", "train/loss"), steps=6, rtol=1e-4)
     print(f"stage one: max relative loss difference {rel:.2e}")
     a = torch.load(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "model.pt", weights_only=True)
     b = torch.load(method / "model.pt", weights_only=True)
@@ -119,15 +112,10 @@ def test_stage_one_two_processes_match_one_and_resume(tmp_path):
 @pytest.fixture(scope="module")
 def captions(tmp_path_factory):
     """16 synthetic training images with prepro and random 2 x 2 x 8 features."""
-    from captioners.prepro import prepro, read_labels
-    from embedder.synthetic import generate_captions
-    from tests.test_captioners import write_feats
+    from tests.test_captioners import tiny_caption_set
 
     root = tmp_path_factory.mktemp("ddp_captions")
-    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
-    prepro(json_path, root / "prep", threshold=1, max_length=16)
-    feats = write_feats(root / "img.h5", read_labels(root / "prep" / "labels.h5").image_ids)
-    return root, json_path, feats
+    return (root, *tiny_caption_set(root))
 
 
 def captioner_args(captions, out: Path) -> list[str]:
@@ -153,7 +141,8 @@ def test_captioner_two_processes_match_one(captions, tmp_path):
                    ["--config", "configs/demo_topdown.yaml", *captioner_args(captions, tmp_path / "two")], spy)
     assert run.returncode == 0, run.stderr[-3000:]
     # 16 images in batches of 5: 4 steps an epoch, the last batch one image (rank 1: a stand-in)
-    rel = assert_same_trajectory(tb_losses(tmp_path / "one" / "tb"), tb_losses(tmp_path / "two" / "tb"), steps=8,
+    rel = assert_same_trajectory(tb_values(tmp_path / "one" / "tb", "train/loss"),
+                                 tb_values(tmp_path / "two" / "tb", "train/loss"), steps=8,
                                  rtol=1e-5)
     print(f"captioner: max relative loss difference {rel:.2e}")
     a = torch.load(tmp_path / "one" / "last.pt", weights_only=True)

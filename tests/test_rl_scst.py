@@ -157,20 +157,12 @@ def test_scst_raises_the_exact_expected_cider_d_of_a_toy_captioner(kind):
 @pytest.fixture(scope="module")
 def xe_run(tmp_path_factory):
     """A tiny XE captioner (16 train images, 2 x 2 x 8 features, 1 epoch) to start SCST from."""
-    import h5py
-
     from captioners.config import load_captioner_config
-    from captioners.prepro import prepro, read_labels
     from captioners.train import train as xe_train
-    from embedder.synthetic import generate_captions
-    from tests.test_captioners import write_feats
+    from tests.test_captioners import tiny_caption_set
 
     root = tmp_path_factory.mktemp("rlloop")
-    json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
-    prepro(json_path, root / "prep", threshold=1, max_length=16)
-    feats = write_feats(root / "img.h5", read_labels(root / "prep" / "labels.h5").image_ids)
-    with h5py.File(feats, "a") as f:
-        f.attrs["att_grid"] = [2, 2]
+    json_path, feats = tiny_caption_set(root)
     data = [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
             f"data.features={feats}", "val.batch_size=3"]
     xe = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", data + [
@@ -241,7 +233,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
     assert h_full == h_killed
     for tag in ("scst/loss", "val/cider_d"):  # every step logged once: a resume neither loses nor repeats one
         full, killed_steps = tb_steps(tmp_path / "full" / "tb", tag), tb_steps(tmp_path / "killed" / "tb", tag)
-        assert full == killed_steps and len(full) == len(set(full)) > 1, (tag, full, killed_steps)
+        assert full == killed_steps and len(full) > 1, (tag, full, killed_steps)  # tb_steps fails on a repeat
 
     with pytest.raises(CapawareError, match="another config"):
         train(load_scst_config(cfg_path, killed + ["train.lr=1e-3"]), progress=False)

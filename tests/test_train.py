@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.tensorboard_log import tb_steps
+from tests.tensorboard_log import tb_steps, tb_values
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,8 +59,6 @@ def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root,
 
 
 def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root):
-    from tests.tensorboard_log import tb_values
-
     args = ["-m", "embedder.train", "--config", "configs/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
             "train.lr_end_fraction=0.25"]
     assert run(args).returncode == 0
