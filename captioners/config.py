@@ -40,7 +40,8 @@ class CapModelConfig:
 @dataclass
 class CapTrainConfig:
     batch_size: int = 16  # images per batch; each brings seq_per_img captions
-    epochs: int = 20
+    epochs: int = 20  # at most; with ``patience``, training stops earlier once val CIDEr-D stops rising
+    patience: Optional[int] = None  # stop after this many validations without a new best val CIDEr-D
     lr: float = 5e-4  # Adam
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
     eps: float = 1e-8
@@ -104,6 +105,8 @@ def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) ->
                 "val.every_epochs", "train.ckpt_every", "train.log_every"):
         section, name = key.split(".")
         need(cfg[section][name] >= 1, key, f"{cfg[section][name]} must be >= 1", f"set {key} >= 1")
+    need(cfg.train.patience is None or cfg.train.patience >= 1, "train.patience", "must be >= 1 or null",
+         "e.g. 3 (validations without a new best before stopping), or null to train every epoch")
     need(0.0 <= cfg.model.drop_prob_lm < 1.0, "model.drop_prob_lm", "must be in [0, 1)", "e.g. 0.5")
     need(0.0 <= cfg.train.label_smoothing < 1.0, "train.label_smoothing", "must be in [0, 1)", "e.g. 0.1")
     need(len(cfg.train.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")

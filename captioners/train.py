@@ -3,7 +3,8 @@
 One screen of loop (nanoGPT style): seeded epoch batches -> teacher-forced log-probs (optionally with
 scheduled sampling) -> masked XE -> gradient clipping -> Adam; the lr steps down by ``lr_decay_rate``
 every ``lr_decay_every`` epochs. After each epoch the validation images are decoded and scored with
-CIDEr-D; the best one is kept as ``best.pt``. ``last.pt`` (atomic, RNG states included) lets a killed
+CIDEr-D; the best one is kept as ``best.pt``, and with ``train.patience`` training stops once that many
+validations bring no new best (the val curve is in ``history.json`` and TensorBoard's val/cider_d). ``last.pt`` (atomic, RNG states included) lets a killed
 run resume to the same weights as an uninterrupted one. Outputs, all under ``out_dir``::
 
     best.pt       weights + model_args + vocabulary + data paths + stage "xe": what captioners.decode needs
@@ -135,6 +136,14 @@ def ss_prob_at(t, epoch: int) -> float:
     return min(t.ss_increase_prob * ((epoch - t.ss_start) // t.ss_increase_every), t.ss_max_prob)
 
 
+def plateaued(history: list[dict], patience: int | None) -> bool:
+    """True once the last ``patience`` validations brought no new best val CIDEr-D (None: never)."""
+    if patience is None or not history:
+        return False
+    scores = [h["cider_d"] for h in history]
+    return len(scores) - 1 - int(np.argmax(scores)) >= patience
+
+
 def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     out, t = Path(cfg.out_dir), cfg.train
@@ -261,10 +270,18 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 best = score
                 save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score,
                                  **shared}, best_path)
-        checkpoint(done=step == total)
+        stopped = rank0 and plateaued(history, t.patience)
+        if world > 1:  # every process stops together: rank 0's decision, summed over processes
+            stopped = bool(distributed.all_sum(torch.tensor(float(stopped), device=device)).item() > 0)
+        checkpoint(done=step == total or stopped)
         if rank0:
             write_text(out / "history.json", json.dumps(history, indent=1))
         distributed.barrier()  # the others wait for rank 0's validation and checkpoint
+        if stopped:
+            if rank0:
+                tqdm.write(f"{cfg.name}: val CIDEr-D has not risen for {t.patience} validations; stopping at "
+                           f"epoch {epoch} of {t.epochs}")
+            break
         if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
             raise StopRequested(step)
     bar.close()

@@ -105,11 +105,16 @@ class TrainConfig:
 
 @dataclass
 class PretrainConfig:
-    """Class pretraining (multi-label BCE on object categories): the stand-in for ImageNet."""
+    """Class pretraining (multi-label BCE on the caption attributes): the stand-in for ImageNet."""
     epochs: float = 3.0
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-4
+    precision: str = "float32"  # float32 | bfloat16 | auto: autocast the trunk (bfloat16: 2x faster on AMX CPUs)
+    augment: bool = False  # random flips and quarter turns (the targets do not change under them)
+    crop: Optional[int] = None  # train on object-centred crops of this many input pixels (embedder.pretrain.Views)
+    data: Optional[DataConfig] = None  # a pretraining set of its own (ImageNet's part: larger than the caption
+    # set, disjoint from it); null: the track's own training images. Its input size is the track's data.input_size
     ckpt_every: int = 50
 
 

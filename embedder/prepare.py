@@ -1,7 +1,7 @@
 """The pipeline's data stage: ``python -m embedder.prepare --config CONFIG [key=value ...]``.
 
-Generates the embedded default when the config names one and its folder is missing, then reads the
-whole dataset once with the real reader, so a missing or malformed annotation file stops the pipeline
+Generates the embedded default (and the class-pretraining set, ``pretrain.data``) when the config
+names one and its folder is missing, then reads the whole dataset once with the real reader, so a missing or malformed annotation file stops the pipeline
 here, in one line, before any training starts.
 """
 from __future__ import annotations
@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> None:
     records = read_records(cfg.data)
     splits = ", ".join(f"{name} {count}" for name, count in sorted(Counter(map(str, records.splits)).items()))
     print(f"{cfg.data.root}: {len(records.splits)} {cfg.data.track} images ({splits})")
+    if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained":
+        pre = read_records(cfg.pretrain.data)
+        print(f"{cfg.pretrain.data.root}: {len(pre.splits)} class-pretraining images")
 
 
 if __name__ == "__main__":

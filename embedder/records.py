@@ -52,6 +52,9 @@ class CaptionRecords:
     captions: list[list[list[str]]]  # per image, per sentence, tokens (lower-case, as in Karpathy json)
     raw: list[list[str]] = field(default_factory=list)  # per image, per sentence, the raw string
     categories: list[list[str]] | None = None  # per image object categories (synthetic set only)
+    attributes: list[dict[str, list[str]]] | None = None  # per image {group: values} (synthetic set only)
+    objects: list[list[dict]] | None = None  # per image [{shape, colour, size, bbox px}] (synthetic set only)
+    sizes: np.ndarray | None = None  # [N, 2] (width, height) in pixels, when the json gives them
 
     def __len__(self) -> int:
         return len(self.image_paths)

@@ -20,7 +20,7 @@ from embedder import distributed
 from embedder.atomic import atomic_path, write_text
 from embedder.checkpoint import file_sha256, load_checkpoint
 from embedder.config import load_config, to_yaml
-from embedder.data import ImageBank, read_records
+from embedder.data import ImageBank, read_records, split_records
 from embedder.device import pick_device
 from embedder.errors import CapawareError, run_cli
 from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
@@ -162,14 +162,25 @@ def baseline_name(cfg) -> str:
     return "Img (class-pretrained)" if "class_pretrained" in cfg.model.init else f"Init ({cfg.model.init})"
 
 
+def pretraining_bank(cfg) -> ImageBank:
+    """The training images of ``pretrain.data`` (train + restval), at the track's input size."""
+    records = split_records(read_records(cfg.pretrain.data), ("train", "restval"))
+    return ImageBank.build(records, cfg.data.input_size, cfg.data.in_memory, desc="pretraining images")
+
+
 def resolve_init(cfg, track: Track, progress: bool):
     """``model.init: class-pretrained`` -> train (once) the category classifier and point init at it."""
     if cfg.model.init != "class-pretrained":
         return cfg
-    from embedder.pretrain import category_targets, pretrain
+    from embedder.pretrain import Views, category_targets, format_accuracy, pretrain, report_accuracy
 
-    targets, _ = category_targets(track.train_bank.records)
-    path = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", track.train_bank, targets, progress)
+    bank = pretraining_bank(cfg) if cfg.pretrain.data is not None else track.train_bank
+    _, names = category_targets(bank.records)
+    path = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop), progress)
+    if distributed.is_main() and getattr(bank.records, "attributes", None) is not None:
+        # held out: the caption set's val images, the ones whose features the captioners will read
+        acc = report_accuracy(cfg, path, read_records(cfg.data), names, "val")
+        print(f"class-pretrained backbone: caption-set val accuracy per attribute group: {format_accuracy(acc)}")
     cfg = cfg.copy()
     cfg.model.init = str(path)
     return cfg

@@ -12,7 +12,7 @@ import numpy as np
 
 from eval.report_html import Cell, Section, anchor, code, esc, table
 from eval.report_inputs import CaptionRun, karpathy_refs, sort_key
-from eval.results_table import COLUMNS, DIGITS
+from eval.results_table import COLUMNS, DIGITS, GROUNDING
 
 TABLE_FIX = ("python -m eval.results_table CAPTIONER_RUN... --out RUN/results/captioning (after "
              "scripts/stage3_captioners.sh / stage3_rl.sh; scripts/demo.sh runs it)")
@@ -40,9 +40,12 @@ def section_table1(ctx, captioning) -> Section:
             v = r.get(col)
             line.append(Cell("n/a", ("num",)) if not isinstance(v, (int, float)) else
                         Cell(f"{v:.{DIGITS[col]}f}", ("num", "best") if v == best[(model, col)] else ("num",)))
+        for col in GROUNDING:
+            v = r.get(col)
+            line.append(Cell("n/a" if not isinstance(v, (int, float)) else f"{v:.2f}", ("num",)))
         line += [Cell(str(r.get("n_images", "?")), ("num",)), r.get("decoding", "?")]
         cells.append(line)
-    sec.add(table(["Model", "Features", "Training", *COLUMNS, "Images", "Decoding"], cells))
+    sec.add(table(["Model", "Features", "Training", *COLUMNS, *GROUNDING, "Images", "Decoding"], cells))
     links = []
     for name in ("captioning.csv", "captioning.json", "captioning.md"):
         if (path.parent / name).is_file():
@@ -50,7 +53,9 @@ def section_table1(ctx, captioning) -> Section:
     notes = "".join(f"<li>{esc(n)}</li>" for n in data.get("notes", []))
     sec.add("<p class=note>B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as the paper prints them); "
             "Img: class-supervised backbone, Cap: caption-aware (metric learning); XE: cross-entropy, RL: "
-            "self-critical. Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
+            "self-critical. G: CIDEr-D with each image's own features over CIDEr-D with the features shuffled "
+            "across images (eval.grounding; about 1 when the captions ignore the image), D: distinct captions / "
+            "images. Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
             f"{code(data.get('command') or 'python -m eval.results_table')}. Data: {', '.join(links)}.</p>"
             + (f"<ul class=note>{notes}</ul>" if notes else ""))
     return sec

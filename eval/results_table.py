@@ -11,7 +11,10 @@ from, never from folder names, so a renamed folder or a swapped features file ca
     training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
 
 Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
-M, R, S as fractions (as the paper prints them). A metric the run could not compute (SPICE without
+M, R, S as fractions (as the paper prints them), then two grounding columns from the
+``grounding_<split>.json`` of eval.grounding beside the metrics file: G (CIDEr-D with each image's own
+features over CIDEr-D with the features shuffled across images; ~1 means the captions ignore the image)
+and D (distinct captions / images); "n/a" when the run has no grounding file. A metric the run could not compute (SPICE without
 its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
 ``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
 ``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
@@ -116,6 +119,7 @@ def read_row(metrics_file: Path) -> dict:
         else method
     row = {"model": MODEL_NAMES.get(core, core), "core": core, "features": label, "training": stage}
     row.update({col: _number(values.get(name)) for col, name in COLUMNS.items()})
+    row.update(read_grounding(metrics_file, report.get("split")))
     row.update({"split": report.get("split"), "n_images": report.get("n_images"),
                 "n_split_images": report.get("n_split_images"), "decoding": decoding,
                 "metrics_file": _shown(metrics_file), "preds": str(preds), "features_file": str(meta["features"]),
@@ -123,6 +127,16 @@ def read_row(metrics_file: Path) -> dict:
                 "unavailable": {col: report.get("unavailable", {}).get(name)
                                 for col, name in COLUMNS.items() if values.get(name) is None}})
     return row
+
+
+def read_grounding(metrics_file: Path, split) -> dict:
+    """G and D of the row from eval.grounding's file beside the metrics file (None when absent)."""
+    path = metrics_file.with_name(f"grounding_{split}.json")
+    if not path.is_file():
+        return {"G": None, "D": None, "grounding_file": None}
+    g = _json(path, "grounding file (eval.grounding)")
+    return {"G": _number(g.get("ratio_real_shuffled")), "D": _number(g.get("distinct_fraction_real")),
+            "grounding_file": _shown(path)}
 
 
 def _number(v) -> float | None:
@@ -168,32 +182,39 @@ def notes_of(rows: list[dict]) -> list[str]:
     return notes
 
 
+GROUNDING = {"G": "CIDEr-D real / shuffled features", "D": "distinct captions / images"}
+
+
 def _cell(row: dict, col: str) -> str:
     v = row[col]
-    return "n/a" if v is None else f"{v:.{DIGITS[col]}f}"
+    return "n/a" if v is None else f"{v:.{DIGITS.get(col, 2)}f}"
 
 
 def markdown(rows: list[dict], notes: list[str]) -> str:
     splits = sorted({str(r["split"]) for r in rows})
     title = f"### Captioning, Karpathy {' / '.join(splits)} split (layout of Kim et al. 2019, Table 1)"
-    head = ["Model", "Features", "Training", *COLUMNS, "Images", "Decoding", "Metrics file"]
-    lines = [title, "", "| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * len(COLUMNS) + "---:|---|---|"]
+    head = ["Model", "Features", "Training", *COLUMNS, *GROUNDING, "Images", "Decoding", "Metrics file"]
+    lines = [title, "", "| " + " | ".join(head) + " |",
+             "|---|---|---|" + "---:|" * (len(COLUMNS) + len(GROUNDING)) + "---:|---|---|"]
     prev = (None, None)
     for r in rows:
         model = "" if r["model"] == prev[0] else r["model"]
         feats = "" if (r["model"], r["features"]) == prev else r["features"]
         prev = (r["model"], r["features"])
-        cells = [model, feats, r["training"], *(_cell(r, c) for c in COLUMNS), str(r["n_images"]), r["decoding"],
+        cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *GROUNDING]), str(r["n_images"]),
+                 r["decoding"],
                  f"`{r['metrics_file']}`"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", ("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: "
                    "class-supervised backbone (ImageNet / class-pretrained); Cap: caption-aware (metric learning). "
-                   "XE: cross-entropy; RL: self-critical fine-tuning.")]
+                   "XE: cross-entropy; RL: self-critical fine-tuning. G: CIDEr-D with each image's own features / with the "
+                   "features shuffled across images (greedy, eval.grounding; about 1 when the captions ignore the "
+                   "image); D: distinct captions / images.")]
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["model", "features", "training", *COLUMNS, "n_images", "split", "decoding", "metrics_file", "preds",
+CSV_FIELDS = ["model", "features", "training", *COLUMNS, *GROUNDING, "n_images", "split", "decoding", "metrics_file", "preds",
               "features_file", "backbone", "backbone_method", "config_hash"]
 
 
@@ -202,7 +223,7 @@ def to_csv(rows: list[dict]) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in COLUMNS}})
+        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in [*COLUMNS, *GROUNDING]}})
     return buf.getvalue()
 
 

@@ -117,7 +117,10 @@ class Plan:
     def outputs(self, stage: str) -> list[str]:
         """What ``--force`` removes; the data stage only owns generated (synthetic) datasets."""
         if stage == "data":
-            paths = [c.data.root for c in map(self._stage1, self.stage1) if c.data.synthetic is not None]
+            cfgs = list(map(self._stage1, self.stage1))
+            paths = [c.data.root for c in cfgs if c.data.synthetic is not None]
+            paths += [c.pretrain.data.root for c in cfgs if c.pretrain.data is not None
+                      and c.pretrain.data.synthetic is not None and c.model.init == "class-pretrained"]
         elif stage == "stage1":
             paths = [p for c in map(self._stage1, self.stage1)
                      for p in (c.out_dir, str(Path(c.run_dir) / "results" / c.name))]

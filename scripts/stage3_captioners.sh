@@ -3,7 +3,7 @@
 # the test split -> caption metrics (pycocoevalcap; SPICE reported unavailable without its CoreNLP
 # models) -> per-word attention pictures of 4 test images. Outputs land in the config's out_dir:
 #   best.pt last.pt history.json tb/ preds_test.json preds_test.meta.json metrics_test.json
-#   per_image_test.json attention_test.h5 attention/attention_<image_id>.png
+#   per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
 # Usage: scripts/stage3_captioners.sh CONFIG [key=value ...]   e.g. configs/demo_topdown.yaml data.features=cap
 # data.features=img|cap picks features_dir/<name>.h5 and, through the demo/coco configs' out_dir, its own
 # run folder (runs/demo/captioners/<features>_<model>). Table 1 from the run folders:
@@ -36,4 +36,5 @@ python -m captioners.decode --checkpoint "$out/best.pt" --split test --method be
   --out "$out/preds_test.json" --attention "$out/attention_test.h5"
 python -m eval.captions --preds "$out/preds_test.json" --refs "$json" --split test \
   --out "$out/metrics_test.json" --per-image "$out/per_image_test.json"
+python -m eval.grounding "$out" --split test --out "$out/grounding_test.json"
 python -m eval.attention_maps --attention "$out/attention_test.h5" --refs "$json" --out "$out/attention" --n 4

@@ -5,7 +5,7 @@
 # must exist (scripts/stage3_captioners.sh with the same data.features). Outputs land in the config's
 # out_dir, named as stage3_captioners.sh names them:
 #   best.pt last.pt history.json tb/ preds_test.json preds_test.meta.json metrics_test.json
-#   per_image_test.json attention_test.h5 attention/attention_<image_id>.png
+#   per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
 # Usage: scripts/stage3_rl.sh CONFIG [key=value ...]   e.g. configs/demo_topdown_scst.yaml data.features=cap
 # Reruns resume training (a finished run is not retrained) and redo the cheap steps. One thread per
 # process by default (set OMP_NUM_THREADS to change it).
@@ -32,4 +32,5 @@ python -m captioners.decode --checkpoint "$out/best.pt" --split test --method be
   --out "$out/preds_test.json" --attention "$out/attention_test.h5"
 python -m eval.captions --preds "$out/preds_test.json" --refs "$json" --split test \
   --out "$out/metrics_test.json" --per-image "$out/per_image_test.json"
+python -m eval.grounding "$out" --split test --out "$out/grounding_test.json"
 python -m eval.attention_maps --attention "$out/attention_test.h5" --refs "$json" --out "$out/attention" --n 4

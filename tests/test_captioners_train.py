@@ -139,3 +139,24 @@ def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "features file not found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_plateaued_counts_validations_since_the_best():
+    from captioners.train import plateaued
+
+    hist = [{"cider_d": c} for c in (0.2, 0.5, 0.4, 0.45)]
+    assert not plateaued(hist, None) and not plateaued([], 1)
+    assert plateaued(hist, 2) and not plateaued(hist, 3)
+    assert not plateaued(hist[:2], 1)  # the last validation is the best
+
+
+def test_patience_stops_once_val_cider_stops_rising(tiny, tmp_path):
+    # lr 0: every validation scores the same, so the first is the best and the next one is no new best
+    cfg = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", overrides(
+        tiny, tmp_path / "run", "train.epochs=6", "train.patience=1", "train.lr=0.0"))
+    train(cfg, progress=False)
+    last = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == [1, 2] and last["done"] and last["step"] == 8  # not 24
+    with pytest.raises(CapawareError, match="train.patience"):
+        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["train.patience=0"])

@@ -55,7 +55,7 @@ def read_karpathy(json_path: str | Path, image_root: str | Path | None = None) -
         raise CapawareError(json_path, "no 'images' list at the top level",
                             "this must be a Karpathy dataset_*.json file")
 
-    paths, splits, ids, captions, raws, cats = [], [], [], [], [], []
+    paths, splits, ids, captions, raws, cats, attrs, objs, sizes = [], [], [], [], [], [], [], [], []
     for i, img in enumerate(data["images"]):
         def bad(problem: str, fix: str = "fix or remove this entry") -> CapawareError:
             name = img.get("filename", "?") if isinstance(img, dict) else "?"
@@ -93,12 +93,20 @@ def read_karpathy(json_path: str | Path, image_root: str | Path | None = None) -
         captions.append(toks)
         raws.append(raw)
         cats.append(img.get("categories"))
+        attrs.append(img.get("attributes"))
+        objs.append(img.get("objects"))
+        sizes.append((img.get("width"), img.get("height")))
 
     if not paths:
         raise CapawareError(json_path, "the 'images' list is empty", "point at a non-empty caption file")
     # Categories are only meaningful if every image has them (the synthetic set writes them).
     categories = [list(c) for c in cats] if all(isinstance(c, list) for c in cats) else None
+    attributes = ([{str(g): [str(v) for v in vals] for g, vals in a.items()} for a in attrs]
+                  if all(isinstance(a, dict) for a in attrs) else None)
+    objects = objs if all(isinstance(o, list) for o in objs) else None
+    known = all(isinstance(v, (int, float)) for wh in sizes for v in wh)
     return CaptionRecords(
         image_paths=paths, splits=np.array(splits), image_ids=np.array(ids, dtype=np.int64),
-        captions=captions, raw=raws, categories=categories,
+        captions=captions, raw=raws, categories=categories, attributes=attributes, objects=objects,
+        sizes=np.array(sizes, dtype=np.float64) if known else None,
     )

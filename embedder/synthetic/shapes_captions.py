@@ -22,7 +22,11 @@ Written files (Karpathy's format, read by ``embedder.readers.karpathy``)::
                                        "sentences": [{"tokens": [...], "raw": "...", "sentid": s,
                                                       "imgid": i} x 5],
                                        "sentids": [s, ...],
-                                       "categories": [sorted shape names present]}],
+                                       "categories": [sorted shape names present],
+                                       "attributes": {"shape": [...], "colour": [...], "object": [...],
+                                                      "size": [...], "count": ["n"], "background": [...]},
+                                       "width": size, "height": size,
+                                       "objects": [{"shape", "colour", "size", "bbox": [x, y, w, h]}]}],
                            "dataset": "coco"}
     DIR/images/NNNNNN.png  RGB, size x size
 
@@ -125,6 +129,27 @@ def render_scene(rng: np.random.Generator, scene: dict, size: int) -> Image.Imag
         else:
             draw.polygon(_polygon(o["shape"], x, y, r, o["angle"]), fill=fill)
     return downsample(img, size)
+
+
+def scene_attributes(scene: dict) -> dict[str, list[str]]:
+    """What the captions talk about, per group: the targets of the stand-in "Img" backbone's pretraining.
+
+    ImageNet features carry what COCO captions mention (objects, colours, counts); a stand-in trained
+    on shape names alone does not, so the captioners had nothing to ground colours or counts in.
+    """
+    objs = scene["objects"]
+    return {"shape": sorted({o["shape"] for o in objs}), "colour": sorted({o["colour"] for o in objs}),
+            "object": sorted({f"{o['colour']} {o['shape']}" for o in objs}),
+            "size": sorted({o["size"] for o in objs}), "count": [str(len(objs))],
+            "background": [scene["background"]]}
+
+
+def scene_objects(scene: dict) -> list[dict]:
+    """Per object its words and its box in pixels ([x, y, w, h] of the circle it is drawn in, as COCO's
+    instance ``bbox``): where class pretraining crops its object-centred views."""
+    return [{"shape": o["shape"], "colour": o["colour"], "size": o["size"],
+             "bbox": [round(o["x"] - o["r"], 2), round(o["y"] - o["r"], 2), round(2 * o["r"], 2), round(2 * o["r"], 2)]}
+            for o in scene["objects"]]
 
 
 # ---------------------------------------------------------------------------------------- captions
@@ -352,7 +377,9 @@ def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None =
                      for s, (tokens, raw) in zip(sentids, make_captions(rng, scene, size))]
         images.append({"filepath": "images", "filename": name, "imgid": i, "cocoid": 100000 + i,
                        "split": splits[i], "sentences": sentences, "sentids": sentids,
-                       "categories": sorted({o["shape"] for o in scene["objects"]})})
+                       "categories": sorted({o["shape"] for o in scene["objects"]}),
+                       "attributes": scene_attributes(scene), "width": size, "height": size,
+                       "objects": scene_objects(scene)})
     path = out / "dataset_coco.json"
     write_json(path, {"images": images, "dataset": "coco"})
     return path

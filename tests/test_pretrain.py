@@ -1,0 +1,78 @@
+"""The stand-in "Img" backbone's pretraining: attribute targets, per-group accuracy, label-safe augmentation."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from embedder.errors import CapawareError
+from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags
+from embedder.readers.karpathy import read_karpathy
+from embedder.records import CaptionRecords
+from embedder.synthetic.shapes_captions import scene_attributes
+
+
+def records(attributes=None, categories=None) -> CaptionRecords:
+    n = len(attributes or categories)
+    return CaptionRecords(image_paths=[None] * n, splits=np.array(["train"] * n), image_ids=np.arange(n),
+                          captions=[[]] * n, categories=categories, attributes=attributes)
+
+
+def test_scene_attributes_name_what_the_captions_can_say():
+    scene = {"background": "grey", "objects": [
+        {"shape": "circle", "colour": "red", "size": "small"}, {"shape": "circle", "colour": "red", "size": "large"},
+        {"shape": "star", "colour": "blue", "size": "small"}]}
+    assert scene_attributes(scene) == {"shape": ["circle", "star"], "colour": ["blue", "red"],
+                                       "object": ["blue star", "red circle"], "size": ["large", "small"],
+                                       "count": ["3"], "background": ["grey"]}
+
+
+def test_synthetic_json_carries_attributes_that_the_reader_returns(tmp_path):
+    from embedder.synthetic import generate_captions
+
+    path = generate_captions(tmp_path, n_train=4, n_test=2, seed=0, size=32)
+    rec = read_karpathy(path)
+    raw = json.loads(path.read_text())["images"]
+    assert rec.attributes == [im["attributes"] for im in raw]
+    for im, attrs in zip(raw, rec.attributes):
+        assert attrs["shape"] == im["categories"]  # the same shapes, two views
+        assert 1 <= int(attrs["count"][0]) <= 4 and len(attrs["object"]) <= int(attrs["count"][0])
+
+
+def test_targets_are_multi_hot_tags_and_fall_back_to_categories():
+    rec = records([{"shape": ["circle"], "count": ["2"]}, {"shape": ["circle", "star"], "count": ["3"]}])
+    targets, names = category_targets(rec)
+    assert names == ["count:2", "count:3", "shape:circle", "shape:star"]
+    assert targets.tolist() == [[1, 0, 1, 0], [0, 1, 1, 1]]
+    held = records([{"shape": ["hexagon"], "count": ["2"]}])  # an attribute training never saw: left out
+    assert category_targets(held, names)[0].tolist() == [[1, 0, 0, 0]]
+    assert image_tags(records(categories=[["dog"], []])) == [["category:dog"], []]
+    with pytest.raises(CapawareError, match="attributes"):
+        category_targets(CaptionRecords(image_paths=[None], splits=np.array(["train"]), image_ids=np.arange(1),
+                                        captions=[[]]))  # real COCO: neither attributes nor categories
+
+
+def test_group_accuracy_exact_set_for_multi_label_and_argmax_for_counts():
+    names = ["count:1", "count:2", "shape:circle", "shape:star"]
+    targets = np.array([[1, 0, 1, 0], [0, 1, 1, 1], [0, 1, 0, 1]], np.float32)
+    logits = np.array([[2.0, 1.0, 3, -3],   # count right (argmax), shapes right
+                       [0.5, -0.5, 3, -3],  # count wrong, star missed
+                       [-4.0, -3.0, 3, 3]])  # count right although both logits < 0, circle wrongly named
+    acc = group_accuracy(logits, targets, names)
+    assert acc["count"] == pytest.approx(2 / 3) and acc["shape"] == pytest.approx(1 / 3)
+    assert acc["all"] == pytest.approx(1 / 3)  # every group right: row 1 only (row 2: count, row 3: shapes)
+
+
+def test_dihedral_moves_pixels_but_keeps_each_image_content():
+    x = torch.arange(2 * 3 * 4 * 4, dtype=torch.float32).reshape(2, 3, 4, 4)
+    seen = set()
+    for seed in range(20):
+        y = dihedral(x, np.random.default_rng(seed))
+        assert y.shape == x.shape
+        for i in range(2):  # each output is one of the 8 symmetries of its own input
+            options = [torch.rot90(x[i], k, (1, 2)) for k in range(4)]
+            options += [torch.flip(o, (2,)) for o in options]
+            match = [k for k, o in enumerate(options) if torch.equal(o, y[i])]
+            assert match
+            seen.add(match[0])
+    assert len(seen) == 8
