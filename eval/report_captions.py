@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from eval.report_html import Cell, Section, anchor, code, esc, table
+from eval.report_html import Cell, Section, anchor, code, esc, figure, table
 from eval.report_inputs import CaptionRun, karpathy_refs, sort_key
 from eval.results_table import COLUMNS, DIGITS, GROUNDING
 
@@ -58,7 +58,43 @@ def section_table1(ctx, captioning) -> Section:
             "images. Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
             f"{code(data.get('command') or 'python -m eval.results_table')}. Data: {', '.join(links)}.</p>"
             + (f"<ul class=note>{notes}</ul>" if notes else ""))
+    curves(ctx, sec, captioning[1])
     return sec
+
+
+def curves(ctx, sec: Section, runs: list[CaptionRun]) -> None:
+    """Val CIDEr-D after every epoch of each run (``history.json``): XE until it stopped rising, and
+    SCST from its XE start (epoch 0). The same values are TensorBoard's val/cider_d."""
+    import json
+
+    from eval.report_figures import _plt
+
+    histories = {}
+    for run in runs:
+        path = run.run_dir / "history.json" if run.run_dir else None
+        if path is not None and path.is_file():
+            rows = json.loads(path.read_text())
+            histories[run.label] = ([h["epoch"] for h in rows], [h["cider_d"] for h in rows], run.key[2])
+    if not histories:
+        return
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for label, (epochs, scores, training) in histories.items():
+        ax = axes[0 if training == "XE" else 1]
+        ax.plot(epochs, scores, marker="o", ms=3, label=label.rsplit(" / ", 1)[0])
+    for ax, title in zip(axes, ("cross-entropy (stops when val CIDEr-D stops rising)", "SCST (epoch 0: the XE start)")):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("val CIDEr-D")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    rel = "img/captioning/val_cider.png"
+    fig.savefig(ctx.target(rel), dpi=110)
+    plt.close(fig)
+    sec.add(figure(rel, "val CIDEr-D per epoch", "Val CIDEr-D (greedy) after each epoch of every captioner run, "
+                   "from its <code>history.json</code> (also TensorBoard's <code>val/cider_d</code> under the run's "
+                   "<code>tb/</code>); <code>best.pt</code> is each curve's maximum."))
 
 
 def _cider(run: CaptionRun, image_id: int) -> float | None:

@@ -32,6 +32,7 @@ class SCSTTrainConfig:
     samples_per_image: int = 5  # multinomial samples per image
     baseline: str = "greedy"  # greedy: reward of the eval-mode greedy caption (Rennie et al.) | mean: of the others
     temperature: float = 1.0  # sampling temperature (1: the policy itself)
+    xe_weight: float = 0.0  # mixed objective (Paulus et al. 2018): loss = SCST + xe_weight * XE on the references
     sample_dropout: bool = True  # sample in train mode (dropout on, self-critical.pytorch) | false: eval mode
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from captioners.config import features_path
 from captioners.data import CaptionDataset, EpochBatches, loader, steps_per_epoch
-from captioners.model import build_captioner
+from captioners.model import build_captioner, xe_loss
 from captioners.prepro import decode_sequence, read_labels, read_vocab
 from captioners.train import StopRequested, cider_d, ensure_prepro, generate, lr_at, validation_refs
 from embedder import distributed
@@ -109,7 +109,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
 
     last, best_path = out / "last.pt", out / "best.pt"
     step, best, history = 0, -math.inf, []
-    stats = {"reward": [], "baseline": [], "advantage": [], "advantage_abs": []}  # per step, this epoch
+    stats = {"reward": [], "baseline": [], "advantage": [], "advantage_abs": [], "xe": []}  # per step, this epoch
     if last.is_file():
         state = load_checkpoint(last)
         if state["fingerprint"] != fingerprint:
@@ -122,7 +122,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
         if device.type == "cuda" and "cuda_rng" in state:
             torch.cuda.set_rng_state(state["cuda_rng"])
         step, best, history = int(state["step"]), float(state["best_cider"]), list(state["history"])
-        stats = {k: [float(x) for x in v] for k, v in state["epoch_stats"].items()}
+        stats = {"xe": [], **{k: [float(x) for x in v] for k, v in state["epoch_stats"].items()}}
         if state["done"]:
             print(f"scst {cfg.name}: already trained ({step} steps, best CIDEr-D {best:.3f}) -> {best_path}")
             return best_path
@@ -189,6 +189,13 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
             r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
             base = baseline(t.baseline, r, greedy_r)
             loss = scst_loss(dec.logprob, r, base)
+            if t.xe_weight > 0:  # mixed objective: keep the references' likelihood while chasing the reward
+                seq = batch["labels"].to(device)
+                with autocast(device, dtype):
+                    logp = model(fc, att, seq)
+                xe = xe_loss(logp.float(), seq.view(-1, seq.size(-1)))
+                stats["xe"].append(float(xe))
+                loss = loss + t.xe_weight * xe
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if t.grad_clip_mode == "value":
@@ -203,7 +210,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
             bar.update(1)
             if step % t.log_every == 0:
                 for key in stats:
-                    writer.add_scalar(f"scst/{key}", stats[key][-1], step)
+                    if stats[key]:
+                        writer.add_scalar(f"scst/{key}", stats[key][-1], step)
                 writer.add_scalar("scst/loss", loss.item(), step)
                 writer.add_scalar("scst/lr", lr, step)
                 writer.add_scalar("scst/sample_length", float((dec.seq > 0).sum(1).float().mean()), step)

@@ -57,16 +57,29 @@ for ((i = lo; i <= hi; i++)); do
   {
     echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
   } >>"$log"
-  for cmd in "${commands[@]}"; do
+  jobs=$(plan jobs "$stage")
+  # up to $jobs commands at once (independent single-threaded trainings), each into its own log part
+  pids=() parts=() failed=""
+  for k in "${!commands[@]}"; do
+    cmd=${commands[$k]}
     [[ -n $cmd ]] || continue
-    echo "\$ $cmd" >>"$log"
-    if ! bash -c "$cmd" >>"$log" 2>&1; then
-      last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300)
-      [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300)
-      echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
-      exit 1
-    fi
+    part="$log.part$k"
+    echo "\$ $cmd" >"$part"
+    bash -c "$cmd" >>"$part" 2>&1 &
+    pids+=($!) parts+=("$part")
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || { failed=yes; break; }; done
+    [[ -z $failed ]] || break  # a command failed: start no more
   done
+  for k in "${!pids[@]}"; do
+    wait "${pids[$k]}" || failed=yes
+  done
+  for part in "${parts[@]}"; do cat "$part" >>"$log"; rm -f "$part"; done
+  if [[ -n $failed ]]; then
+    last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300)
+    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300)
+    echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
+    exit 1
+  fi
   echo "$fingerprint" >"$marker.tmp" && mv "$marker.tmp" "$marker"
   echo "[$stage] done in $(($(date +%s) - t0)) s"
 done

@@ -9,6 +9,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
     fingerprint STAGE      a hash that changes when anything the stage depends on changes
+    jobs STAGE             how many of the stage's commands may run at once
     run-dir                the run folder
     tables                 the Markdown tables to print at the end, one path per line
 """
@@ -42,6 +43,7 @@ class PipelineConfig:
     captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
     rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
     report: bool = True
+    jobs: int = 1  # captioner (XE) and SCST commands run this many at a time (each one thread on a CPU)
 
 
 def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
@@ -181,15 +183,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="scripts/pipeline_plan.py", description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
-    parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables"))
+    parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs"))
     parser.add_argument("stage", nargs="?", choices=STAGES)
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
-    if args.action in ("commands", "outputs", "fingerprint") and not args.stage:
+    if args.action in ("commands", "outputs", "fingerprint", "jobs") and not args.stage:
         parser.error(f"{args.action} needs a STAGE")
     lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
-             "fingerprint": lambda: [plan.fingerprint(args.stage)]}[args.action]()
+             "fingerprint": lambda: [plan.fingerprint(args.stage)],
+             "jobs": lambda: [str(plan.cfg.jobs if args.stage in ("captioners", "rl") else 1)]}[args.action]()
     if lines:
         print("\n".join(lines))
 

@@ -1,4 +1,5 @@
 """The caption track end to end on a tiny shapes-captions set: spaces, graph, class-pretrained init."""
+import json
 import numpy as np
 import pytest
 
@@ -17,6 +18,8 @@ def tiny_cfg(tmp, *extra):
         "captions.w2v_dim=16", "captions.w2v_epochs=2", "graph.m=6", "graph.workers=1", "train.positives=4",
         "train.batch_size=12", "train.k=3", "train.anchors_per_batch=1", "train.epochs=0.05",
         "eval.k=5", "eval.n_queries=8", "model.embed_dim=8", "pretrain.epochs=0.5", "pretrain.batch_size=16",
+        f"pretrain.data.root={tmp / 'pretrain'}", "pretrain.data.synthetic.n_train=48",
+        "pretrain.data.synthetic.n_test=8", "pretrain.data.synthetic.size=64", "pretrain.crop=16",
         "methods=[{name: LR, loss: log_ratio}]", *extra])
 
 
@@ -30,6 +33,9 @@ def test_caption_study_rows_and_graph(tmp_path):
     assert graph.attrs["label_space"] == "caption_wmd" and graph.nn_idx.shape[1] == 6
     assert np.all(np.diff(graph.nn_dist, axis=1) >= 0)
     assert (tmp_path / "run" / "class_pretrained" / "model.pt").is_file()
+    acc = json.loads((tmp_path / "run" / "class_pretrained" / "accuracy_val.json").read_text())
+    assert set(acc) == {"shape", "colour", "object", "size", "count", "background", "all"}
+    assert all(0.0 <= v <= 1.0 for v in acc.values())
 
 
 def test_label_space_is_one_config_key(tmp_path):

@@ -2,8 +2,8 @@
 
 Six image kinds, each with one caption of its own. With features that encode the kind, a trained
 captioner writes each image's caption, so shuffling the features across images breaks most captions
-(ratio far above 1); with features drawn independently of the kind, it can only write what fits the
-set on average, whatever the features (ratio about 1).
+(ratio far above 1); with features that are the same for every image (up to small noise), it can
+only write what fits the set on average, whatever the features (ratio about 1).
 """
 import json
 from pathlib import Path
@@ -26,13 +26,13 @@ KINDS = ["a red circle", "two blue squares", "a big green star", "three yellow c
          "four orange triangles"]
 
 
-def kind_set(root: Path, informative: bool, per_kind: int = 8, n_test: int = 2) -> tuple[Path, Path]:
+def kind_set(root: Path, informative: bool, per_kind: int = 8, n_val: int = 1, n_test: int = 4) -> tuple[Path, Path]:
     """Karpathy json (every caption of an image = its kind's caption) + prepro + feats.h5."""
     images, kinds = [], []
     for k, caption in enumerate(KINDS):
-        for j in range(per_kind + n_test):
+        for j in range(per_kind + n_val + n_test):
             i = len(images)
-            split = "train" if j < per_kind else "test"
+            split = "train" if j < per_kind else "val" if j < per_kind + n_val else "test"
             images.append({"filepath": "images", "filename": f"{i:06d}.png", "imgid": i, "cocoid": 500 + i,
                            "split": split, "sentids": list(range(5 * i, 5 * i + 5)),
                            "sentences": [{"tokens": caption.split(), "raw": caption + ".", "sentid": 5 * i + s,
@@ -44,7 +44,8 @@ def kind_set(root: Path, informative: bool, per_kind: int = 8, n_test: int = 2) 
     prepro(json_path, root / "prep", threshold=0, max_length=8)
     rng = np.random.default_rng(0)
     n, dim = len(images), 12
-    code = np.eye(dim, dtype=np.float32)[kinds] if informative else rng.standard_normal((n, dim)).astype(np.float32)
+    # uninformative: one feature vector for every image (plus the same small noise): a backbone that sees nothing
+    code = np.eye(dim, dtype=np.float32)[kinds] if informative else np.full((n, dim), 0.5, np.float32)
     att = np.repeat(code[:, None, :], 4, 1) + 0.05 * rng.standard_normal((n, 4, dim)).astype(np.float32)
     feats = root / "feats.h5"
     with h5py.File(feats, "w") as f:
@@ -61,7 +62,7 @@ def trained(root: Path, informative: bool) -> Path:
         f"data.json={json_path}", f"data.prepro_dir={root / 'data' / 'prep'}", "data.word_count_threshold=0",
         "data.max_length=8", f"data.features={feats}", f"out_dir={root / 'run'}", "model.rnn_size=32",
         "model.input_encoding_size=16", "model.att_hid_size=16", "model.drop_prob_lm=0.0", "train.batch_size=8",
-        "train.epochs=25", "train.lr=1e-2", "train.lr_decay_start=-1", "train.grad_clip=1.0", "val.split=test"])
+        "train.epochs=25", "train.patience=null", "train.lr=1e-2", "train.lr_decay_start=-1", "train.grad_clip=1.0"])
     return train(cfg, progress=False)
 
 
@@ -81,7 +82,7 @@ def test_derangement_moves_every_image_and_is_seeded():
 
 def test_features_that_determine_the_caption_give_a_ratio_far_above_one(informative):
     report = grounding(informative, split="test", device="cpu")
-    assert report["n_images"] == 2 * len(KINDS)
+    assert report["n_images"] == 4 * len(KINDS)
     assert report["distinct"]["real"] == len(KINDS)  # every kind's own caption
     assert report["cider_d"]["real"] > 5 * report["cider_d"]["shuffled"]
     assert report["ratio_real_shuffled"] > 5
@@ -91,7 +92,7 @@ def test_features_that_determine_the_caption_give_a_ratio_far_above_one(informat
 
 def test_features_that_carry_nothing_give_a_ratio_near_one(tmp_path):
     report = grounding(trained(tmp_path, informative=False), split="test", device="cpu")
-    assert 0.7 < report["ratio_real_shuffled"] < 1.4
+    assert 0.6 < report["ratio_real_shuffled"] < 1.6
     assert report["distinct"]["real"] < len(KINDS)
 
 

@@ -76,3 +76,33 @@ def test_dihedral_moves_pixels_but_keeps_each_image_content():
             assert match
             seen.add(match[0])
     assert len(seen) == 8
+
+
+def test_object_crops_are_labelled_with_the_objects_whose_centre_they_hold():
+    from embedder.data import ImageBank
+    from embedder.pretrain import Views
+
+    objects = [{"shape": "star", "colour": "red", "size": "small", "bbox": [10, 10, 20, 20]},     # centre (20, 20)
+               {"shape": "circle", "colour": "blue", "size": "large", "bbox": [90, 90, 30, 30]}]  # centre (105, 105)
+    rec = CaptionRecords(image_paths=[None], splits=np.array(["train"]), image_ids=np.arange(1), captions=[[]],
+                         attributes=[{"shape": ["circle", "star"], "colour": ["blue", "red"],
+                                      "object": ["blue circle", "red star"], "size": ["large", "small"],
+                                      "count": ["2"], "background": ["grey"]}],
+                         objects=[objects], sizes=np.array([[128.0, 128.0]]))
+    _, names = category_targets(rec)
+    names = sorted(set(names) | {"count:1"})
+    image = torch.arange(3 * 64 * 64, dtype=torch.float32).reshape(1, 3, 64, 64).remainder(251).to(torch.uint8)
+    bank = ImageBank(rec, 64, cache=image)  # a 64 px frame: box coordinates are halved
+    views = Views(bank, names, crop=32)
+    seen = set()
+    for seed in range(12):
+        x, y = views.batch(np.array([0]), np.random.default_rng(seed))
+        assert x.shape == (1, 3, 32, 32)
+        tags = {names[i] for i in np.flatnonzero(y[0].numpy())}
+        assert tags in ({"shape:star", "colour:red", "object:red star", "size:small", "count:1", "background:grey"},
+                        {"shape:circle", "colour:blue", "object:blue circle", "size:large", "count:1",
+                         "background:grey"})  # the two centres are 42 px apart in the frame: one per crop
+        seen.add(min(t for t in tags if t.startswith("shape:")))
+    assert seen == {"shape:star", "shape:circle"}  # a random object per draw
+    with pytest.raises(CapawareError, match="pretrain.crop"):
+        Views(bank, names, crop=65)

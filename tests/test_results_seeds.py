@@ -1,0 +1,55 @@
+"""eval.results_seeds: Table 1 over seeds, mean ± sd per cell and paired Cap − Img differences."""
+import json
+
+import numpy as np
+import pytest
+
+from embedder.errors import CapawareError
+from eval.results_seeds import aggregate, main, read_table, verdict
+
+
+def table(path, c_img, c_cap, b4=0.2):
+    rows = []
+    for model in ("Att2all2", "Top-Down"):
+        for feats, c in (("Img", c_img), ("Cap", c_cap)):
+            for training, bonus in (("XE", 0.0), ("RL", 0.1)):
+                rows.append({"model": model, "features": feats, "training": training, "B4": b4, "C": c + bonus,
+                             "M": 0.2, "R": 0.4, "S": None, "G": 3.0, "D": 0.5})
+    path.write_text(json.dumps({"rows": rows}))
+    return path
+
+
+def test_mean_sd_and_paired_differences_match_numpy(tmp_path):
+    imgs, caps = [0.50, 0.60, 0.55], [0.70, 0.65, 0.80]
+    tables = [read_table(table(tmp_path / f"s{i}.json", a, b)) for i, (a, b) in enumerate(zip(imgs, caps))]
+    result = aggregate(tables)
+    cell = next(c for c in result["cells"] if (c["model"], c["features"], c["training"]) == ("Att2all2", "Cap", "RL"))
+    vals = np.array(caps) + 0.1
+    assert cell["C"]["mean"] == pytest.approx(vals.mean()) and cell["C"]["sd"] == pytest.approx(vals.std(ddof=1))
+    assert "S" not in cell  # SPICE n/a: no statistic
+    diff = next(d for d in result["cap_minus_img"] if (d["model"], d["training"]) == ("Top-Down", "XE"))
+    d = np.array(caps) - np.array(imgs)
+    assert diff["C"]["values"] == pytest.approx(d.tolist()) and diff["C"]["sd"] == pytest.approx(d.std(ddof=1))
+    assert diff["B4"]["mean"] == pytest.approx(0.0)
+    assert verdict(diff).startswith("Cap > Img (CIDEr-D higher with Cap on 3 of 3")
+    assert len(result["cap_minus_img"]) == 4
+
+
+def test_verdict_says_no_clear_difference_when_seeds_disagree():
+    mixed = {"C": {"values": [0.1, -0.1, 0.05], "mean": 0.0167, "sd": 0.1}}
+    assert verdict(mixed).startswith("no clear difference (CIDEr-D higher with Cap on 2 of 3")
+    worse = {"C": {"values": [-0.1, -0.2], "mean": -0.15, "sd": 0.07}}
+    assert verdict(worse).startswith("Cap < Img")
+
+
+def test_cli_writes_markdown_and_refuses_a_file_that_is_not_a_table(tmp_path, capsys):
+    paths = [str(table(tmp_path / f"s{i}.json", 0.5 + i / 10, 0.6)) for i in range(2)]
+    main([*paths, "--out", str(tmp_path / "out"), "--machine", "test box"])
+    md = (tmp_path / "out" / "captioning_seeds.md").read_text()
+    assert "over 2 captioner training seeds" in md and "test box" in md and "± " in md
+    saved = json.loads((tmp_path / "out" / "captioning_seeds.json").read_text())
+    assert saved["n_seeds"] == 2 and saved["command"].startswith("python -m eval.results_seeds")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(CapawareError, match="rows"):
+        main([str(bad), "--out", str(tmp_path / "o2")])
