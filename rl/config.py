@@ -81,6 +81,8 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
          f"use one of {CLIP_MODES}")
     need(t.baseline != "mean" or t.samples_per_image >= 2, "train.samples_per_image",
          "the mean baseline needs at least 2 samples per image", "set train.samples_per_image >= 2")
+    need(cfg.train.xe_weight >= 0, "train.xe_weight", f"{cfg.train.xe_weight} is negative",
+         "use 0 (pure SCST, the paper) or a positive weight of the XE term")
     for key in ("train.batch_size", "train.epochs", "train.samples_per_image", "train.ckpt_every", "train.log_every",
                 "val.beam_size", "val.batch_size", "val.every_epochs"):
         section, name = key.split(".")

@@ -36,10 +36,10 @@ for seed in "${seeds[@]}"; do
   fi
   dirs=()
   for cmd in "${xe[@]}" "${rl[@]}"; do
-    # "bash scripts/stage3_X.sh CONFIG run_dir=RUN data.features=F": name the seed's own folders
-    read -r -a words <<<"$cmd"
-    feats=${words[-1]#data.features=}
-    model=$(basename "${words[2]}" .yaml); model=${model#demo_}; model=${model#coco_}
+    # "bash scripts/stage3_X.sh CONFIG run_dir=RUN data.features=F ...": name the seed's own folders
+    feats=$(grep -o 'data\.features=[^ ]*' <<<"$cmd" | tail -n 1); feats=${feats#data.features=}
+    stage_config=$(awk '{print $3}' <<<"$cmd")
+    model=$(basename "$stage_config" .yaml); model=${model#demo_}; model=${model#coco_}
     xe_model=${model%_scst}
     out="$dirs_root/${feats}_${model}"
     over=("${extra[@]}")
@@ -47,10 +47,15 @@ for seed in "${seeds[@]}"; do
       over+=("out_dir=$out")
       [[ $model == *_scst ]] && over+=("init=$dirs_root/${feats}_${xe_model}/best.pt")
     fi
-    echo "[seed $seed] ${words[1]##*/} ${words[2]} data.features=$feats -> $out"
+    echo "[seed $seed] $stage_config data.features=$feats -> $out"
     mkdir -p "$dirs_root"
-    "${words[@]}" "${over[@]}" >"$out.log" 2>&1 || { echo "error: seed $seed failed; see $out.log" >&2; exit 1; }
     dirs+=("$out")
+    if [[ -f $out/grounding_test.json && $out/grounding_test.json -nt $out/best.pt ]]; then
+      continue  # trained and scored already (the stage script's last output is newer than its weights)
+    fi
+    suffix=""
+    ((${#over[@]})) && suffix=$(printf ' %q' "${over[@]}")  # later overrides win
+    bash -c "$cmd$suffix" >"$out.log" 2>&1 || { echo "error: seed $seed failed; see $out.log" >&2; exit 1; }
   done
   python -m eval.results_table "${dirs[@]}" --out "$results" >/dev/null
   tables+=("$results/captioning.json")

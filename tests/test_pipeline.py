@@ -122,3 +122,31 @@ def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
     assert "[features] running" in out.stdout and "[stage1]" not in out.stdout and "[captioners]" not in out.stdout
     assert (run / "features" / "cap.h5").stat().st_mtime_ns != before
     assert (run / "caption" / "methods").stat().st_mtime_ns == stage1
+
+
+@pytest.mark.timeout(900)
+def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream, tmp_path):
+    config, base = upstream
+    one, two = tmp_path / "one", tmp_path / "two"
+    shutil.copytree(base, one)
+    shutil.copytree(base, two)
+    assert pipeline(config, one, "--to", "scores", timeout=600).returncode == 0
+    config2 = tiny_config(tmp_path, feature_sets=["cap", "img"], jobs=2)
+    out = pipeline(config2, two, "--to", "scores", timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = table_rows(two)
+    assert [r for r in rows if r["features"] == "Cap"] == table_rows(one)  # 2 at a time = one at a time
+    for stage in ("captioners", "rl"):  # every command's output reached the stage log
+        log = (two / "logs" / f"{stage}.log").read_text()
+        assert log.count("$ bash scripts/stage3_") == 2 and not list((two / "logs").glob("*.part*"))
+
+    seeds = subprocess.run(["bash", "scripts/table1_seeds.sh", str(config2), str(two), "0", "1",
+                            "--machine", "test"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
+    assert seeds.returncode == 0, seeds.stdout + seeds.stderr
+    result = json.loads((two / "results" / "captioning_seeds" / "captioning_seeds.json").read_text())
+    assert result["n_seeds"] == 2 and len(result["cells"]) == 4 and len(result["cap_minus_img"]) == 2
+    seed0 = json.loads((two / "results" / "captioning_seeds" / "s0" / "captioning.json").read_text())["rows"]
+    assert [r["C"] for r in seed0] == [r["C"] for r in rows]  # seed 0 is the pipeline's own run
+    cell = result["cells"][0]
+    assert cell["C"]["values"][0] == rows[0]["C"] and (two / "seeds" / "s1" / "captioners").is_dir()
+    assert "Cap − Img" in (two / "results" / "captioning_seeds" / "captioning_seeds.md").read_text()

@@ -196,6 +196,8 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
     assert {"scst/reward", "scst/baseline", "scst/advantage", "val/cider_d", "val/unique_captions"} <= tags
+    assert cfg.train.xe_weight > 0 and "scst/xe" in tags  # the demo's mixed objective: XE on the references
+    assert all(h["xe"] > 0 for h in history[1:])
     assert train(cfg, progress=False) == best  # finished: not retrained
 
     from captioners.decode import main as decode_main

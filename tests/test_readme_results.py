@@ -1,0 +1,33 @@
+"""scripts/readme_results.py: README tables are result files' bytes, between marker lines."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from readme_results import main  # noqa: E402
+
+from embedder.errors import CapawareError  # noqa: E402
+
+
+def test_blocks_are_replaced_by_the_files_and_nothing_else_changes(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:t -->\nold table\n<!-- /results:t -->\nmiddle\n"
+                      "<!-- results:acc -->\n<!-- /results:acc -->\nend\n")
+    table = tmp_path / "t.md"
+    table.write_text("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    acc = tmp_path / "acc.json"
+    acc.write_text(json.dumps({"shape": 0.8125, "colour": 0.9, "note": "text is skipped"}))
+    main([f"t={table}", f"acc={acc}", "--readme", str(readme)])
+    text = readme.read_text()
+    assert "old table" not in text and "| a | b |\n|---|---|\n| 1 | 2 |\n<!-- /results:t -->" in text
+    assert "| shape | colour |\n|---:|---:|\n| 0.812 | 0.900 |" in text and "note" not in text.split("acc -->")[1]
+    assert text.startswith("intro\n") and "\nmiddle\n" in text and text.endswith("end\n")
+    assert f"From `{table}`" in text
+    main([f"t={table}", "--readme", str(readme)])  # idempotent
+    assert readme.read_text() == text
+    with pytest.raises(CapawareError, match="no block"):
+        main([f"missing={table}", "--readme", str(readme)])
+    with pytest.raises(CapawareError, match="not found"):
+        main([f"t={tmp_path / 'nope.md'}", "--readme", str(readme)])
