@@ -194,7 +194,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
                 with autocast(device, dtype):
                     logp = model(fc, att, seq)
                 xe = xe_loss(logp.float(), seq.view(-1, seq.size(-1)))
-                stats["xe"].append(float(xe))
+                stats["xe"].append(xe.item())
                 loss = loss + t.xe_weight * xe
             opt.zero_grad(set_to_none=True)
             loss.backward()
