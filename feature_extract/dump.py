@@ -138,6 +138,21 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     else:
         h5io.create(out, {**attrs, "command": command}, images.ids, images.names)
         start, n_skipped = 0, 0
+    try:
+        return _fill(cfg, out, images, extract, info, device, start, n_skipped, c, hw, progress)
+    except BaseException:
+        if start == 0 and out.is_file():  # nothing of this run reached the file: leave no empty dump behind
+            with h5py.File(out, "r") as g:
+                empty = int(g.attrs.get("n_done", 0)) == 0
+            if empty:
+                out.unlink()
+        raise
+
+
+def _fill(cfg, out: Path, images, extract, info, device, start: int, n_skipped: int, c: int, hw: int,
+          progress: bool) -> dict:
+    """Rows ``start`` .. N of ``out``, batch by batch; ``n_done`` advances after each flushed batch."""
+    n = len(images)
     loader = torch.utils.data.DataLoader(
         ImageDataset(images, range(start, n), cfg.input.policy, cfg.input.size), batch_size=cfg.batch_size,
         num_workers=cfg.num_workers, collate_fn=collate, pin_memory=device.type == "cuda",

@@ -163,6 +163,9 @@ def check_structure(f: h5py.File) -> list[str]:
     missing = [name for name in DATASETS if name not in f]
     if missing:
         return [f"missing dataset(s) {', '.join(missing)}"]
+    absent = [name for name in IDENTITY if name not in attrs]
+    if absent:  # written by something else, or edited: nothing below can be trusted
+        return [f"missing attribute(s) {', '.join(absent)} (every capaware dump writes them at creation)"]
     problems = []
     n, c, hw = attrs.get("n_images"), attrs.get("channels"), attrs.get("att_size", 0) ** 2
     expect = {"att": (n, hw, c), "fc": (n, c), "image_id": (n,)}

@@ -235,6 +235,11 @@ def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
         att = feats.att[()]
     assert not att[3].any() and all(att[i].any() for i in (0, 1, 2, 4))
     assert verify(tmp_path / "f.h5", str(data)) == []
+    first_bad = write_image_set(tmp_path / "data0", n=5, corrupt=(0,))  # the first batch fails: no empty file left
+    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+                     *overrides(world, tmp_path / "g.h5", **{"images.karpathy": first_bad})], capsys)
+    one_line_error(code, err, "img_000.png", "cannot decode")
+    assert not (tmp_path / "g.h5").exists()
 
 
 def test_truncated_or_incomplete_file_is_refused(world, tmp_path, capsys):
@@ -273,6 +278,13 @@ def test_verify_reports_each_problem(world, tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert exit_info.value.code == 1 and len(err) == 2
     assert "NaN/Inf" in err[0] and "row 2" in err[0] and "image ids" in err[1]
+    with h5py.File(out, "r+") as f:  # a file without its backbone attributes: one line, no traceback
+        del f.attrs["arch"]
+    with pytest.raises(SystemExit) as exit_info:
+        verify_main([str(out)])
+    err = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 1 and "missing attribute(s) arch" in err[0]
+    assert all(line.startswith(f"{out}: ") for line in err)  # one line per problem (the NaN row is still there)
 
 
 def test_checkpoint_architecture_mismatch_is_a_clear_error(world, tmp_path, capsys):

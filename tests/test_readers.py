@@ -399,3 +399,17 @@ def test_load_rgb_unreadable_image(tmp_path):
     path = fb.write_corrupt_image(tmp_path / "random.png")
     with raises_naming(path, "cannot decode image", "annotation file"):
         load_rgb(path)
+
+
+def test_pose_json_measures_the_image_when_width_and_height_are_absent(tmp_path):
+    fb.write_pose_json(tmp_path, write_images=True)  # p0.png is 64 x 48, p1.png 40 x 60
+    full = read_pose_json(tmp_path / "poses.json")
+    imgs = json.loads(json.dumps(fb.POSE_IMAGES))
+    for img in imgs[:2]:
+        del img["width"], img["height"]
+    path = fb.write_pose_json(tmp_path, images=imgs, write_images=False, name="measured.json")
+    measured = read_pose_json(path)
+    assert np.array_equal(measured.boxes, full.boxes)  # the same default crops, sizes read from the PNGs
+    (tmp_path / "img" / "p1.png").unlink()
+    with raises_naming(path, "image 1", "img/p1.png", "cannot be opened to measure it"):
+        read_pose_json(path)

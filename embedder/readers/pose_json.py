@@ -4,7 +4,7 @@ user converts their own pose data into::
     {"joint_names": ["r_ankle", ...],            # optional; if present must equal MPII_JOINTS
      "images": [{"file": "img/0001.png",         # relative to the json's folder
                  "split": "train",               # train | val | test
-                 "width": 256, "height": 192,     # needed only when "box" is absent
+                 "width": 256, "height": 192,     # optional: read from the image when both are absent
                  "joints": [[x, y] x 16],         # MPII joint order, original image pixels
                  "visible": [0|1 x 16],
                  "box": [x0, y0, x1, y1]}]}       # optional square crop the network sees
@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from embedder.errors import CapawareError
 from embedder.readers.karpathy import read_json_file
@@ -94,10 +95,20 @@ def read_pose_json(path: str | Path) -> PoseRecords:
                 raise bad(f"box {img['box']!r} is not [x0, y0, x1, y1]") from None
             if box[2] <= box[0] or box[3] <= box[1]:
                 raise bad(f"box {box} is empty (need x1 > x0 and y1 > y0)")
+        elif "width" not in img and "height" not in img:  # measure the image itself (its header only)
+            image_path = path.parent / str(img["file"])
+            try:
+                with Image.open(image_path) as im:
+                    w, h = float(im.width), float(im.height)
+            except (OSError, ValueError) as err:
+                raise bad(f"no 'box' nor 'width'/'height', and the image cannot be opened to measure it ({err})",
+                          "give width and height (or a box), or put the image at that path") from None
+            box = default_box(w, h)
         else:
             for key in ("width", "height"):
                 if key not in img:
-                    raise bad(f"missing '{key}' (needed when there is no 'box')")
+                    raise bad(f"missing '{key}' (needed with '{'height' if key == 'width' else 'width'}' "
+                              "when there is no 'box')")
             try:
                 w, h = _number(img["width"]), _number(img["height"])
             except ValueError:
