@@ -4,8 +4,9 @@ One screen of loop (nanoGPT style): seeded epoch batches -> teacher-forced log-p
 scheduled sampling) -> masked XE -> gradient clipping -> Adam; the lr steps down by ``lr_decay_rate``
 every ``lr_decay_every`` epochs. After each epoch the validation images are decoded and scored with
 CIDEr-D; the best one is kept as ``best.pt``, and with ``train.patience`` training stops once that many
-validations bring no new best (the val curve is in ``history.json`` and TensorBoard's val/cider_d). ``last.pt`` (atomic, RNG states included) lets a killed
-run resume to the same weights as an uninterrupted one. Outputs, all under ``out_dir``::
+validations bring no new best (the val curve is in ``history.json`` and TensorBoard's val/cider_d).
+``last.pt`` (atomic, RNG states included) lets a killed run resume to the same weights as an
+uninterrupted one. Outputs, all under ``out_dir``::
 
     best.pt       weights + model_args + vocabulary + data paths + stage "xe": what captioners.decode needs
     last.pt       resumable training state (optimizer, step, RNG, best score, history)

@@ -1,8 +1,8 @@
 """The pipeline's data stage: ``python -m embedder.prepare --config CONFIG [key=value ...]``.
 
 Generates the embedded default (and the class-pretraining set, ``pretrain.data``) when the config
-names one and its folder is missing, then reads the whole dataset once with the real reader, so a missing or malformed annotation file stops the pipeline
-here, in one line, before any training starts.
+names one and its folder is missing, then reads the whole dataset once with the real reader, so a
+missing or malformed annotation file stops the pipeline here, in one line, before any training starts.
 """
 from __future__ import annotations
 

@@ -33,7 +33,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset
 
 from captioners.data import CaptionDataset
@@ -114,7 +113,6 @@ def grounding(checkpoint: str | Path, split: str = "test", features: str | None 
               "zeros": SwappedFeatures(dataset, None)}
     preds, scores = {}, {}
     for name, data in inputs.items():
-        torch.manual_seed(seed)
         preds[name], _ = generate(model, data, vocab, dev, batch_size, max_len, method, beam_size)
         scores[name], _ = cider_d(preds[name], refs)
     counts = {name: Counter(p.values()) for name, p in preds.items()}
@@ -156,8 +154,7 @@ def main(argv: list[str] | None = None) -> None:
                        max_images=a.max_images, device=a.device)
     report["command"] = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.grounding",
                                                           *(argv if argv is not None else sys.argv[1:])])
-    ckpt = checkpoint_of(a.run)
-    out = Path(a.out) if a.out else ckpt.parent / f"grounding_{a.split}.json"
+    out = Path(a.out) if a.out else Path(report["checkpoint"]).parent / f"grounding_{a.split}.json"
     write_text(out, json.dumps(report, indent=1))
     print(summary(report) + f" -> {out}")
 

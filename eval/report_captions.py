@@ -6,6 +6,7 @@ All three take ``eval.report_inputs.load_captioning(RUN)``: ``RUN/results/captio
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import numpy as np
@@ -65,8 +66,6 @@ def section_table1(ctx, captioning) -> Section:
 def curves(ctx, sec: Section, runs: list[CaptionRun]) -> None:
     """Val CIDEr-D after every epoch of each run (``history.json``): XE until it stopped rising, and
     SCST from its XE start (epoch 0). The same values are TensorBoard's val/cider_d."""
-    import json
-
     from eval.report_figures import _plt
 
     histories = {}

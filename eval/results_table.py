@@ -14,8 +14,8 @@ Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE
 M, R, S as fractions (as the paper prints them), then two grounding columns from the
 ``grounding_<split>.json`` of eval.grounding beside the metrics file: G (CIDEr-D with each image's own
 features over CIDEr-D with the features shuffled across images; ~1 means the captions ignore the image)
-and D (distinct captions / images); "n/a" when the run has no grounding file. A metric the run could not compute (SPICE without
-its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
+and D (distinct captions / images); "n/a" when the run has no grounding file. A metric the run could
+not compute (SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
 ``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
 ``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
 file, backbone, decoding and config hash).
@@ -202,8 +202,7 @@ def markdown(rows: list[dict], notes: list[str]) -> str:
         feats = "" if (r["model"], r["features"]) == prev else r["features"]
         prev = (r["model"], r["features"])
         cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *GROUNDING]), str(r["n_images"]),
-                 r["decoding"],
-                 f"`{r['metrics_file']}`"]
+                 r["decoding"], f"`{r['metrics_file']}`"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", ("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: "
                    "class-supervised backbone (ImageNet / class-pretrained); Cap: caption-aware (metric learning). "
@@ -214,8 +213,8 @@ def markdown(rows: list[dict], notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["model", "features", "training", *COLUMNS, *GROUNDING, "n_images", "split", "decoding", "metrics_file", "preds",
-              "features_file", "backbone", "backbone_method", "config_hash"]
+CSV_FIELDS = ["model", "features", "training", *COLUMNS, *GROUNDING, "n_images", "split", "decoding", "metrics_file",
+              "preds", "features_file", "backbone", "backbone_method", "config_hash"]
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -57,8 +57,8 @@ for ((i = lo; i <= hi; i++)); do
   {
     echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
   } >>"$log"
-  jobs=$(plan jobs "$stage")
-  # up to $jobs commands at once (independent single-threaded trainings), each into its own log part
+  max_jobs=$(plan jobs "$stage")
+  # up to $max_jobs commands at once (independent single-threaded trainings), each into its own log part
   pids=() parts=() failed=""
   for k in "${!commands[@]}"; do
     cmd=${commands[$k]}
@@ -67,7 +67,7 @@ for ((i = lo; i <= hi; i++)); do
     echo "\$ $cmd" >"$part"
     bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
-    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || { failed=yes; break; }; done
+    while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more
   done
   for k in "${!pids[@]}"; do

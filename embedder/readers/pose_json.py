@@ -107,8 +107,8 @@ def read_pose_json(path: str | Path) -> PoseRecords:
         else:
             for key in ("width", "height"):
                 if key not in img:
-                    raise bad(f"missing '{key}' (needed with '{'height' if key == 'width' else 'width'}' "
-                              "when there is no 'box')")
+                    raise bad(f"missing '{key}' (give width and height together, a box, or neither to "
+                              "read them from the image)")
             try:
                 w, h = _number(img["width"]), _number(img["height"])
             except ValueError:
