@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # torch/torchvision: the builds that lie on this machine's disk (plain `pip install torch` may pull GBs).
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: demo test bench venv clean-demo
+.PHONY: demo test study bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -22,6 +22,12 @@ demo: venv
 
 test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
+
+# The study profile: stage one over 3 training seeds (Fig. 3 and Fig. 5 tables; STUDY_RUN=runs/demo
+# after `make demo` reuses the demo's seed-0 runs). About an hour on 2 CPU cores (README).
+STUDY_RUN ?= runs/study
+study: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/pipeline_study.yaml $(STUDY_RUN) 0 1 2
 
 # Speed measurements (minutes; each prints the command that reproduces it and its ratios).
 bench: venv

@@ -91,6 +91,8 @@ class TrainConfig:
     # so a shortened (demo) schedule still ends where the full one does; None: lr_decay per epoch
     head_warmup_steps: int = 0  # LP-FT: train the fresh head alone on the frozen trunk first (embedder/head_warmup.py)
     head_warmup_lr: float = 1e-3  # Adam step of that warm-up
+    freeze: str = "none"  # none | stem | layer1 | layer2 | layer3: the trunk up to this stage keeps its initial
+    # weights (eval-mode BatchNorm); its maps are computed once per image, so a step runs only the rest
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6

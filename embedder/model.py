@@ -17,6 +17,8 @@ from embedder.checkpoint import load_checkpoint
 from embedder.errors import CapawareError
 
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
+FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
+"""``train.freeze``: the trunk is frozen up to and including this stage (none: everything trains)."""
 
 
 class Embedder(nn.Module):
@@ -40,6 +42,19 @@ class Embedder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x))
+
+    def split_trunk(self, frozen: str) -> tuple[nn.Sequential, nn.Sequential]:
+        """(frozen prefix, trainable rest up to the pooled vector) of the trunk, cut after stage ``frozen``.
+
+        Both share the trunk's modules, so training the rest trains ``self.trunk``; ``frozen='none'``
+        gives an empty prefix. Stage one can then embed the prefix's maps once and train the rest alone.
+        """
+        if frozen not in FREEZABLE:
+            raise CapawareError("train.freeze", f"unknown stage {frozen!r}", f"use one of {', '.join(FREEZABLE)}")
+        t = self.trunk
+        stages = [nn.Sequential(t.conv1, t.bn1, t.relu, t.maxpool), t.layer1, t.layer2, t.layer3, t.layer4]
+        cut = FREEZABLE.index(frozen)
+        return nn.Sequential(*stages[:cut]), nn.Sequential(*stages[cut:], t.avgpool, nn.Flatten(1))
 
 
 def imagenet_weight_file(arch: str, weights: str = "") -> Path:

@@ -2,7 +2,8 @@
 
 One screen of loop (nanoGPT style): seeded sampler -> images -> embeddings -> label distances of the
 batch -> mined triplets -> loss -> SGD. Checkpoints are atomic and carry the sampler position and RNG
-states, so a killed run resumes to the same weights as an uninterrupted one.
+states, so a killed run resumes to the same weights as an uninterrupted one. With ``train.freeze`` the
+trunk's first stages keep their weights and their maps are computed once, so a step runs only the rest.
 
 Under ``torchrun`` (embedder/distributed.py) every process draws the same global batch; process r
 embeds its share of the batch's images and computes the label distances of its share of the anchors;
@@ -106,8 +107,9 @@ class StepBatches(torch.utils.data.Dataset):
     """
 
     def __init__(self, sampler: AnchorBatchSampler, bank, space, nn_idx: np.ndarray, positives: int,
-                 start: int, total: int, rank: int = 0, world: int = 1):
-        self.sampler, self.bank, self.space, self.nn_idx = sampler, bank, space, nn_idx
+                 start: int, total: int, rank: int = 0, world: int = 1, inputs=None):
+        self.sampler, self.space, self.nn_idx = sampler, space, nn_idx
+        self.inputs = inputs or bank.uint8  # item indices -> network input (images, or frozen-prefix maps)
         self.positives, self.start, self.total = positives, start, total
         self.rank, self.world = rank, world
 
@@ -131,22 +133,42 @@ class StepBatches(torch.utils.data.Dataset):
             label_dist = self.space.pairwise(b.items[mine], b.items)
         else:  # more processes than anchors (the paper's one anchor per batch): this one has none
             label_dist = np.zeros((0, len(b.items)), dtype=np.float32)
-        return (self.bank.uint8(b.items[rows]), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
+        return (self.inputs(b.items[rows]), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
                 positive_mask(self.nn_idx, b.items, b.anchors, self.positives))
 
 
 class TrunkHead(torch.nn.Module):
-    """One training forward: trunk autocast to ``dtype`` (None: float32), head in float32 (the
-    log-ratio needs precise distances). One module, so that DDP sees the whole step's forward."""
+    """One training forward: trunk (or its trainable rest) autocast to ``dtype`` (None: float32), head in
+    float32 (the log-ratio needs precise distances). One module, so that DDP sees the whole step's forward."""
 
-    def __init__(self, model: torch.nn.Module, dtype: torch.dtype | None):
+    def __init__(self, trunk: torch.nn.Module, head: torch.nn.Module, dtype: torch.dtype | None):
         super().__init__()
-        self.model, self.dtype = model, dtype
+        self.trunk, self.head, self.dtype = trunk, head, dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with autocast(x.device, self.dtype):
-            features = self.model.trunk(x)
-        return self.model.head(features.float())
+            features = self.trunk(x)
+        return self.head(features.float())
+
+
+MAX_FROZEN_CACHE_GB = 8.0
+
+
+@torch.no_grad()
+def frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) -> torch.Tensor:
+    """The frozen prefix's output for every image of ``bank``, once (eval mode: running BatchNorm
+    statistics, as at test time). A step then starts from these maps instead of the pixels."""
+    prefix.eval()
+    first = prefix(normalise(bank.uint8(np.arange(1)), device))
+    gb = first.numel() * 4 * len(bank) / 1e9
+    if gb > MAX_FROZEN_CACHE_GB:
+        raise CapawareError("train.freeze", f"the frozen maps of {len(bank)} images would take {gb:.0f} GB",
+                            "use train.freeze=none on a set this large (the cache is for small sets)")
+    out = []
+    for s in range(0, len(bank), batch):
+        with autocast(device, dtype):
+            out.append(prefix(normalise(bank.uint8(np.arange(s, min(s + batch, len(bank)))), device)).float())
+    return torch.cat(out).contiguous(memory_format=torch.channels_last)
 
 
 def lr_factor(t, per_epoch: int, total: int):
@@ -204,7 +226,9 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         memory_format=torch.channels_last)
     model = prepare_batchnorm(model, t.batchnorm, device, world)
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
-    params = list(model.parameters()) + list(criterion.parameters())
+    prefix, rest = model.split_trunk(t.freeze)
+    prefix.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad] + list(criterion.parameters())
     lr = method.lr if method.lr is not None else t.lr
     if t.optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
@@ -252,14 +276,19 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     model.train()
     if t.batchnorm == "frozen":
         freeze_bn(model)
-    net = distributed.wrap(TrunkHead(model, dtype), device)
+    net = distributed.wrap(TrunkHead(rest, model.head, dtype), device)
+    if len(prefix):  # the frozen prefix runs once per image, here, instead of once per step
+        maps = frozen_maps(prefix, bank, device, dtype)
+        inputs, to_input = (lambda index: maps[torch.as_tensor(index)]), (lambda x: x.to(device))
+    else:
+        inputs, to_input = bank.uint8, (lambda x: normalise(x, device))
     bar = tqdm(total=total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
     workers = cfg.data.num_workers
     loader = torch.utils.data.DataLoader(
-        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total, rank, world), batch_size=None,
+        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total, rank, world, inputs), batch_size=None,
         shuffle=False, num_workers=workers, persistent_workers=False, prefetch_factor=2 if workers else None)
     for images, anchors, label_dist, positive in loader:
-        emb = net(normalise(images, device))
+        emb = net(to_input(images))
         label_dist = label_dist.to(device)
         if world > 1:  # the whole global batch on every process (see the module docstring)
             emb = distributed.gather_rows(emb, positive.shape[1], grad=True)

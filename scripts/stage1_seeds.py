@@ -1,0 +1,83 @@
+"""Stage one over training seeds: ``python scripts/stage1_seeds.py PIPELINE_CONFIG RUN SEED... [--machine TEXT]``.
+
+The study profile's Fig. 3 and Fig. 5 tables. For every stage-one config of the pipeline config and
+every seed, the study is trained and evaluated as the pipeline's stage1 stage does it: seed 0 is the
+pipeline's own run (reused when finished, since studies resume), other seeds write under
+RUN/seeds/s<seed>/. The data stay those of the config; the seed changes the network's initialisation,
+the batch order and (caption track) the sampled queries. The caption track's seeds share seed 0's
+class-pretrained backbone, as every run of the paper shares the ImageNet weights. Then
+``eval.retrieval_seeds`` writes RUN/results/stage1_seeds/<study>.{md,json}: mean ± sd per row, and
+log-ratio + dense minus each other row, paired by seed (Fig. 5 sweeps: the smallest log-ratio
+embedding against every triplet row).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from embedder.errors import CapawareError, run_cli  # noqa: E402
+from eval.retrieval_seeds import REFERENCE  # noqa: E402
+from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
+
+
+def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], Path]:
+    """Extra overrides of one seed and the results folder its study writes under."""
+    if seed == 0:
+        return [], Path(run) / "results"
+    root = Path(run) / "seeds" / f"s{seed}"
+    rel = Path(cfg.out_dir).resolve().relative_to(Path(run).resolve())
+    extra = [f"seed={seed}", f"out_dir={root / rel}"]
+    if cfg.model.init == "class-pretrained":
+        shared = Path(cfg.out_dir) / "class_pretrained" / "model.pt"
+        if not shared.is_file():
+            raise CapawareError(shared, "seed 0's class-pretrained backbone is missing",
+                                "run seed 0 first (list 0 among the seeds)")
+        extra.append(f"model.init={shared}")
+    return extra, root / "results"
+
+
+def comparison(cfg) -> list[str]:
+    """eval.retrieval_seeds arguments: who is compared with whom."""
+    if not cfg.dims:
+        return ["--reference", REFERENCE]
+    small = min(cfg.dims)
+    triplets = [f"{m.name} {d}-D" for d in cfg.dims for m in cfg.methods if m.loss != "log_ratio"]
+    return ["--reference", f"{REFERENCE} {small}-D", "--against", *triplets, "--matches"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="a pipeline config, e.g. configs/pipeline_study.yaml")
+    parser.add_argument("run", help="its run folder (seed 0 lives there)")
+    parser.add_argument("seeds", type=int, nargs="+")
+    parser.add_argument("--machine", default=f"{platform.machine()}, {os.cpu_count()} cores")
+    args = parser.parse_args(argv)
+    plan = Plan(load_pipeline(args.config, args.run))
+    for entry in plan.stage1:
+        cfg = plan._stage1(entry)
+        results, timing = [], []
+        for seed in sorted(args.seeds):
+            extra, res = seed_overrides(cfg, args.run, seed)
+            reused, start = (res / cfg.name / "retrieval.json").is_file(), time.time()
+            cmd = [sys.executable, "-m", "embedder.study", "--config", entry.config, *entry.overrides, *extra,
+                   "--results", str(res)]
+            print(f"[{cfg.name} seed {seed}] {shlex.join(cmd[1:])}", flush=True)
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            results.append(str(res / cfg.name))
+            timing.append(f"seed {seed} " + ("reused" if reused else f"{time.time() - start:.0f} s"))
+        out = Path(args.run) / "results" / "stage1_seeds" / cfg.name
+        subprocess.run([sys.executable, "-m", "eval.retrieval_seeds", *results, "--out", str(out),
+                        "--machine", args.machine, "--timing", ", ".join(timing), *comparison(cfg)],
+                       check=True)
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,30 @@
+"""scripts/stage1_seeds.py: where each seed's study writes, and who is compared with whom."""
+import pytest
+
+from embedder.config import load_config
+from embedder.errors import CapawareError
+from scripts.stage1_seeds import comparison, seed_overrides
+
+
+def test_seed_zero_is_the_pipeline_run_and_others_write_apart(tmp_path):
+    cfg = load_config("configs/demo_pose.yaml", [f"run_dir={tmp_path}"])
+    assert seed_overrides(cfg, str(tmp_path), 0) == ([], tmp_path / "results")
+    extra, res = seed_overrides(cfg, str(tmp_path), 2)
+    assert extra == ["seed=2", f"out_dir={tmp_path / 'seeds' / 's2' / 'pose'}"] and res == tmp_path / "seeds" / "s2" / "results"
+
+
+def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
+    cfg = load_config("configs/demo_caption.yaml", [f"run_dir={tmp_path}"])
+    with pytest.raises(CapawareError, match="run seed 0 first"):
+        seed_overrides(cfg, str(tmp_path), 1)
+    shared = tmp_path / "caption" / "class_pretrained" / "model.pt"
+    shared.parent.mkdir(parents=True)
+    shared.write_bytes(b"")
+    assert f"model.init={shared}" in seed_overrides(cfg, str(tmp_path), 1)[0]
+
+
+def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
+    args = comparison(load_config("configs/study_pose_dims.yaml", []))
+    assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[-1] == "--matches"
+    assert args[3:-1] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 32, 64, 128)]
+    assert comparison(load_config("configs/demo_pose.yaml", [])) == ["--reference", "L(Log-ratio)+M(Dense)"]
