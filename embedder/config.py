@@ -75,6 +75,8 @@ class MethodConfig:
     lr: Optional[float] = None  # overrides train.lr: the log-ratio gradient scales as 1/D(f_a, f_i)
     # (Eq. 6), unlike the triplet losses on unit vectors, so its best SGD step differs (README).
     distance: str = "squared"  # log-ratio D(f): squared (the paper, Eq. 5) | euclidean (the authors' released code)
+    epochs: Optional[float] = None  # overrides train.epochs (controls: the same row at more steps)
+    anchors_per_batch: Optional[int] = None  # overrides train.anchors_per_batch (controls: the paper's 1)
 
 
 @dataclass

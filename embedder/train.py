@@ -236,9 +236,10 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         opt = torch.optim.Adam(params, lr=lr, weight_decay=t.weight_decay)
     else:
         raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
-    sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, t.anchors_per_batch, cfg.seed)
+    anchors = method.anchors_per_batch or t.anchors_per_batch
+    sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, anchors, cfg.seed)
     per_epoch = sampler.steps_per_epoch()
-    total = max(1, math.ceil(t.epochs * per_epoch))
+    total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
 
     ckpt_path, fingerprint = out_dir / "last.pt", run_fingerprint(cfg, method)

@@ -42,7 +42,33 @@ def markdown_table(rows: dict[str, dict], title: str) -> str:
         lines.append("| " + " | ".join([name] + cells) + " |")
     q = next(iter(rows.values()))["n_queries"]
     lines += ["", f"{q} queries; nDCG uses r = -log2(d + 1) (Kim et al. 2019, Eq. 12); dist = mean label distance of the top K."]
-    return "\n".join(lines)
+    gap = gap_line(rows)
+    return "\n".join(lines + ([gap] if gap else []))
+
+
+def gap_closed(rows: dict[str, dict], k: int = 10) -> tuple[str, dict[str, float]] | None:
+    """(baseline row, {trained row: share of the baseline-to-Oracle nDCG@k gap it closes}).
+
+    The baseline is the untrained (or pretrained) network, the first row after the Oracle; a share
+    of 1 would be the Oracle's ranking, 0 no change, < 0 worse than before training.
+    """
+    names = [n for n in rows if n != "Oracle"]  # rows come in study order: Oracle, baseline, methods
+    if len(names) < 2 or any(len(rows[n]["ndcg"]) < k for n in names):
+        return None
+    base = rows[names[0]]["ndcg"][k - 1]
+    if base >= 1:
+        return None
+    return names[0], {n: (rows[n]["ndcg"][k - 1] - base) / (1 - base) for n in names[1:]}
+
+
+def gap_line(rows: dict[str, dict], k: int = 10) -> str | None:
+    closed = gap_closed(rows, k)
+    if closed is None:
+        return None
+    base, shares = closed
+    best = max(shares, key=shares.get)
+    return (f"Share of the {base}-to-Oracle nDCG@{k} gap closed: "
+            + ", ".join(f"{n} {v:+.0%}" for n, v in shares.items()) + f"; best trained row: {best}.")
 
 
 def dims_table(rows: dict[str, dict], k: int = 10) -> str | None:

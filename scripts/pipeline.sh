@@ -58,14 +58,18 @@ for ((i = lo; i <= hi; i++)); do
     echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
   } >>"$log"
   max_jobs=$(plan jobs "$stage")
-  # up to $max_jobs commands at once (independent single-threaded trainings), each into its own log part
+  # up to $max_jobs commands at once (independent trainings), each into its own log part; with several
+  # at once each gets its share of the cores (unless OMP_NUM_THREADS is set), not all of them
+  threads=$(( $(nproc) / max_jobs )); ((threads >= 1)) || threads=1
+  share=()
+  ((max_jobs == 1)) || share=(env "OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}")
   pids=() parts=() failed=""
   for k in "${!commands[@]}"; do
     cmd=${commands[$k]}
     [[ -n $cmd ]] || continue
     part="$log.part$k"
     echo "\$ $cmd" >"$part"
-    bash -c "$cmd" >>"$part" 2>&1 &
+    "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
     while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more

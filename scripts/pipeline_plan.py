@@ -30,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from embedder.errors import CapawareError, run_cli  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
+PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
+"""Stages whose commands are independent (one dataset, study or captioner run each): ``jobs`` at a time,
+each with its share of the cores (scripts/pipeline.sh)."""
 
 
 @dataclass
@@ -43,7 +46,7 @@ class PipelineConfig:
     captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
     rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
     report: bool = True
-    jobs: int = 1  # captioner (XE) and SCST commands run this many at a time (each one thread on a CPU)
+    jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
 
 
 def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
@@ -91,14 +94,14 @@ class Plan:
         py = "python"
         if stage == "data":
             seen, out = set(), []
-            for e in self.stage1:
+            for e in self.longest_first():
                 root = self._stage1(e).data.root
                 if root not in seen:
                     seen.add(root)
                     out.append(f"{py} -m embedder.prepare --config {e.args()}")
             return out
         if stage == "stage1":
-            return [f"bash scripts/stage1_embedder.sh {e.args()}" for e in self.stage1]
+            return [f"bash scripts/stage1_embedder.sh {e.args()}" for e in self.longest_first()]
         if stage == "features":
             return [f"bash scripts/stage2_features.sh {e.args()}" for e in self.features]
         if stage == "captioners":
@@ -156,6 +159,11 @@ class Plan:
         out = [str(Path(c.run_dir) / "results" / c.name / "retrieval.md") for c in map(self._stage1, self.stage1)]
         return out + ([str(Path(self.captioning_dir()) / "captioning.md")] if self.captioner_dirs() else [])
 
+    def longest_first(self) -> list[Entry]:
+        """Stage-one entries, those that class-pretrain (and generate a pretraining set) first: with
+        jobs > 1 the shorter ones then run beside the longest instead of after it."""
+        return sorted(self.stage1, key=lambda e: self._stage1(e).model.init != "class-pretrained")
+
     # -- resolved stage configs -----------------------------------------------------------------
     def captioning_dir(self) -> str:
         return str(Path(self.run) / "results" / "captioning")
@@ -192,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
              "fingerprint": lambda: [plan.fingerprint(args.stage)],
-             "jobs": lambda: [str(plan.cfg.jobs if args.stage in ("captioners", "rl") else 1)]}[args.action]()
+             "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)]}[args.action]()
     if lines:
         print("\n".join(lines))
 

@@ -68,3 +68,15 @@ def test_dims_table_pivots_methods_by_dimension():
     table = dims_table(rows, k=10)
     assert "| A | 0.100 | 0.200 |" in table and "| B | 0.300 | - |" in table
     assert dims_table({"Oracle": {"ndcg": [1.0] * 10}}) is None
+
+
+def test_gap_line_names_the_share_of_the_baseline_to_oracle_gap_each_row_closes():
+    from eval.retrieval_report import gap_closed, markdown_table
+
+    row = lambda v, order: {"order": order, "ndcg": [v] * 10, "mean_dist": [1.0] * 10, "n_queries": 5}
+    rows = {"Oracle": row(1.0, 0), "Img": row(0.8, 1), "A": row(0.86, 2), "B": row(0.78, 3)}
+    base, shares = gap_closed(rows)
+    assert base == "Img" and shares["A"] == pytest.approx(0.3) and shares["B"] == pytest.approx(-0.1)
+    assert markdown_table(rows, "t").splitlines()[-1] == (
+        "Share of the Img-to-Oracle nDCG@10 gap closed: A +30%, B -10%; best trained row: A.")
+    assert gap_closed({"Oracle": row(1.0, 0), "Img": row(0.8, 1)}) is None  # nothing trained
