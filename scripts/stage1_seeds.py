@@ -8,11 +8,12 @@ the batch order and (caption track) the sampled queries. The caption track's see
 class-pretrained backbone, as every run of the paper shares the ImageNet weights. Then
 ``eval.retrieval_seeds`` writes RUN/results/stage1_seeds/<study>.{md,json}: mean ± sd per row, and
 log-ratio + dense minus each other row, paired by seed (Fig. 5 sweeps: the smallest log-ratio
-embedding against every triplet row).
+embedding against every triplet row), and RUN/results/stage1_seeds/verdicts_<pipeline name>.md: one line per study.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from embedder.atomic import write_text  # noqa: E402
 from embedder.errors import CapawareError, run_cli  # noqa: E402
 from eval.retrieval_seeds import REFERENCE  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
@@ -59,10 +61,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("run", help="its run folder (seed 0 lives there)")
     parser.add_argument("seeds", type=int, nargs="+")
     parser.add_argument("--machine", default=f"{platform.machine()}, {os.cpu_count()} cores")
+    parser.add_argument("--only", nargs="+", default=None, help="run only these studies (config names)")
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
+    summary = Path(args.run) / "results" / "stage1_seeds"
+    verdicts = []
     for entry in plan.stage1:
         cfg = plan._stage1(entry)
+        if args.only and cfg.name not in args.only:
+            continue
         results, timing = [], []
         for seed in sorted(args.seeds):
             extra, res = seed_overrides(cfg, args.run, seed)
@@ -73,10 +80,22 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             results.append(str(res / cfg.name))
             timing.append(f"seed {seed} " + ("reused" if reused else f"{time.time() - start:.0f} s"))
-        out = Path(args.run) / "results" / "stage1_seeds" / cfg.name
+        out = summary / cfg.name
         subprocess.run([sys.executable, "-m", "eval.retrieval_seeds", *results, "--out", str(out),
                         "--machine", args.machine, "--timing", ", ".join(timing), *comparison(cfg)],
                        check=True)
+        verdict = json.loads(out.with_suffix(".json").read_text())["verdict"]
+        verdicts.append(f"| {cfg.name} | {claim(cfg)} | {verdict.removeprefix('Verdict: ')} |")
+    lines = [f"Paper claims against the study tables ({len(args.seeds)} seeds, nDCG@10; {args.machine})", "",
+             "| study | claim | verdict |", "|---|---|---|", *verdicts]
+    write_text(summary / f"verdicts_{plan.cfg.name}.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def claim(cfg) -> str:
+    if cfg.dims:
+        return f"Fig. 5: a {min(cfg.dims)}-D log-ratio embedding matches or beats the triplet ones"
+    return f"Fig. 3 ({cfg.data.track}): log-ratio + dense beats every other loss/mining row"
 
 
 if __name__ == "__main__":

@@ -26,5 +26,12 @@ def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
 def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
     args = comparison(load_config("configs/study_pose_dims.yaml", []))
     assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[-1] == "--matches"
-    assert args[3:-1] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 32, 64, 128)]
+    assert args[3:-1] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 128)]
     assert comparison(load_config("configs/demo_pose.yaml", [])) == ["--reference", "L(Log-ratio)+M(Dense)"]
+
+
+def test_claims_name_the_figure_and_track():
+    from scripts.stage1_seeds import claim
+
+    assert claim(load_config("configs/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
+    assert claim(load_config("configs/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
