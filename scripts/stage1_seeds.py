@@ -86,10 +86,21 @@ def main(argv: list[str] | None = None) -> None:
                        check=True)
         verdict = json.loads(out.with_suffix(".json").read_text())["verdict"]
         verdicts.append(f"| {cfg.name} | {claim(cfg)} | {verdict.removeprefix('Verdict: ')} |")
-    lines = [f"Paper claims against the study tables ({len(args.seeds)} seeds, nDCG@10; {args.machine})", "",
-             "| study | claim | verdict |", "|---|---|---|", *verdicts]
-    write_text(summary / f"verdicts_{plan.cfg.name}.md", "\n".join(lines) + "\n")
+    path = summary / f"verdicts_{plan.cfg.name}.md"
+    lines = [f"Paper claims against the study tables (nDCG@10, paired by seed; {args.machine})", "",
+             "| study | claim | verdict |", "|---|---|---|", *merge_rows(path, verdicts)]
+    write_text(path, "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def merge_rows(path: Path, rows: list[str]) -> list[str]:
+    """``rows`` plus the rows of an earlier verdicts file for studies not run this time (``--only``),
+    in the earlier file's order."""
+    fresh = {r.split(" | ")[0]: r for r in rows}
+    old = [ln for ln in path.read_text().splitlines() if ln.startswith("| ") and not ln.startswith("| study")] \
+        if path.is_file() else []
+    merged = [fresh.pop(r.split(" | ")[0], r) for r in old]
+    return merged + list(fresh.values())
 
 
 def claim(cfg) -> str:

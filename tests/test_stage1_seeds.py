@@ -35,3 +35,13 @@ def test_claims_name_the_figure_and_track():
 
     assert claim(load_config("configs/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
     assert claim(load_config("configs/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
+
+
+def test_verdict_rows_of_studies_not_rerun_are_kept(tmp_path):
+    from scripts.stage1_seeds import merge_rows
+
+    path = tmp_path / "verdicts_study.md"
+    path.write_text("title\n\n| study | claim | verdict |\n|---|---|---|\n| a | c | old a |\n| b | c | old b |\n")
+    assert merge_rows(path, ["| b | c | new b |", "| z | c | new z |"]) == ["| a | c | old a |", "| b | c | new b |",
+                                                                            "| z | c | new z |"]
+    assert merge_rows(tmp_path / "none.md", ["| a | c | v |"]) == ["| a | c | v |"]
