@@ -111,7 +111,8 @@ def claim_line(reference: str, summary: dict, k: int = 10, matches: bool = False
         parts.append("behind " + ", ".join(behind))
     rest = [o for o in summary if o not in ahead and o not in behind]
     if rest:
-        parts.append("not separated from " + ", ".join(rest) + " (the sign changes between seeds)")
+        why = "the sign changes between seeds" if all(len(summary[o]["per_seed"]) > 1 for o in rest) else "one seed"
+        parts.append("not separated from " + ", ".join(rest) + f" ({why})")
     return f"Verdict: the claim does not hold here at nDCG@{k}: {reference} is " + "; ".join(parts) + "."
 
 
