@@ -159,15 +159,14 @@ def frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) 
     """The frozen prefix's output for every image of ``bank``, once (eval mode: running BatchNorm
     statistics, as at test time). A step then starts from these maps instead of the pixels."""
     prefix.eval()
-    first = prefix(normalise(bank.uint8(np.arange(1)), device))
-    gb = first.numel() * 4 * len(bank) / 1e9
-    if gb > MAX_FROZEN_CACHE_GB:
-        raise CapawareError("train.freeze", f"the frozen maps of {len(bank)} images would take {gb:.0f} GB",
-                            "use train.freeze=none on a set this large (the cache is for small sets)")
     out = []
     for s in range(0, len(bank), batch):
         with autocast(device, dtype):
             out.append(prefix(normalise(bank.uint8(np.arange(s, min(s + batch, len(bank)))), device)).float())
+        gb = out[0][0].numel() * 4 * len(bank) / 1e9  # known after the first batch
+        if gb > MAX_FROZEN_CACHE_GB:
+            raise CapawareError("train.freeze", f"the frozen maps of {len(bank)} images would take {gb:.0f} GB",
+                                "use train.freeze=none on a set this large (the cache is for small sets)")
     return torch.cat(out).contiguous(memory_format=torch.channels_last)
 
 

@@ -72,12 +72,17 @@ def upstream(tmp_path_factory) -> tuple[Path, Path]:
     return config, tmp / "base"
 
 
+def copies(base: Path, *dests: Path) -> tuple[Path, ...]:
+    """Independent copies of the finished upstream run, one per scenario."""
+    for dest in dests:
+        shutil.copytree(base, dest)
+    return dests
+
+
 @pytest.mark.timeout(900)
 def test_sigkill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstream, tmp_path):
     config, base = upstream
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    shutil.copytree(base, whole)
-    shutil.copytree(base, killed)
+    whole, killed = copies(base, tmp_path / "whole", tmp_path / "killed")
 
     out = pipeline(config, whole, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -127,9 +132,7 @@ def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
 @pytest.mark.timeout(900)
 def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream, tmp_path):
     config, base = upstream
-    one, two = tmp_path / "one", tmp_path / "two"
-    shutil.copytree(base, one)
-    shutil.copytree(base, two)
+    one, two = copies(base, tmp_path / "one", tmp_path / "two")
     assert pipeline(config, one, "--to", "scores", timeout=600).returncode == 0
     config2 = tiny_config(tmp_path, feature_sets=["cap", "img"], jobs=2)
     out = pipeline(config2, two, "--to", "scores", timeout=600)
