@@ -28,9 +28,9 @@ class SynthConfig:
 @dataclass
 class DataConfig:
     track: str = "pose"  # pose | layout | caption
-    format: str = "pose_json"  # pose_json | mpii | lsun | karpathy
+    format: str = "pose_json"  # pose_json | mpii (.mat) | mpii_json (annot/ of HRNet) | lsun | karpathy
     root: str = "data/poses"  # dataset folder
-    annotation: str = ""  # annotation file (relative to root); empty: the format's default name
+    annotation: str = ""  # annotation file, or folder for mpii_json (relative to root); empty: the format's default
     image_root: str = ""  # images folder when it is not next to the annotation (MPII)
     input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
     layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)

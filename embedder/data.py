@@ -23,8 +23,8 @@ IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
 DEFAULT_ANNOTATION = {"pose_json": "poses.json", "karpathy": "dataset_coco.json",
-                      "mpii": "mpii_human_pose_v1_u12_1.mat", "lsun": ""}
-FORMATS = {"pose": ("pose_json", "mpii"), "layout": ("lsun",), "caption": ("karpathy",)}
+                      "mpii": "mpii_human_pose_v1_u12_1.mat", "mpii_json": "annot", "lsun": ""}
+FORMATS = {"pose": ("pose_json", "mpii", "mpii_json"), "layout": ("lsun",), "caption": ("karpathy",)}
 
 
 def ensure_synthetic(data) -> None:
@@ -62,6 +62,9 @@ def read_records(data):
     if data.format == "mpii":
         from embedder.readers.mpii import read_mpii
         return read_mpii(annotation, Path(data.image_root) if data.image_root else root / "images")
+    if data.format == "mpii_json":  # annotation: the folder holding train.json / valid.json
+        from embedder.readers.mpii_json import read_mpii_json
+        return read_mpii_json(annotation, Path(data.image_root) if data.image_root else root / "images")
     if data.format == "lsun":
         from embedder.readers.lsun import read_lsun
         return read_lsun(root, layout_type=data.layout_type)

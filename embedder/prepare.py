@@ -1,14 +1,17 @@
 """The pipeline's data stage: ``python -m embedder.prepare --config CONFIG [key=value ...]``.
 
 Generates the embedded default (and the class-pretraining set, ``pretrain.data``) when the config
-names one and its folder is missing, then reads the whole dataset once with the real reader, so a
-missing or malformed annotation file stops the pipeline here, in one line, before any training starts.
+names one and its folder is missing, reads the whole dataset once with the real reader, then opens
+every file the records point at (``embedder.check_data``: each image decodes; layout track: each
+layout map reads and fits its image), so a malformed annotation, a missing or truncated image or a
+misfit map stops the pipeline here, in one line naming the file and the record, before any training
+starts. Prints the image count per split of each set checked.
 """
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
+from embedder.check_data import check_records
 from embedder.config import load_config
 from embedder.data import read_records
 from embedder.errors import run_cli
@@ -20,12 +23,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
-    records = read_records(cfg.data)
-    splits = ", ".join(f"{name} {count}" for name, count in sorted(Counter(map(str, records.splits)).items()))
-    print(f"{cfg.data.root}: {len(records.splits)} {cfg.data.track} images ({splits})")
+    sets = [(cfg.data, cfg.data.track)]
     if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained":
-        pre = read_records(cfg.pretrain.data)
-        print(f"{cfg.pretrain.data.root}: {len(pre.splits)} class-pretraining images")
+        sets.append((cfg.pretrain.data, "class-pretraining"))
+    for data, what in sets:
+        records = read_records(data)
+        report = check_records(records, desc=f"checking {data.root}")
+        print(f"{data.root}: {report.line(what)}", flush=True)
 
 
 if __name__ == "__main__":

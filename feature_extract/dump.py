@@ -4,6 +4,15 @@
 
 Each batch is pooled and written as soon as it leaves the network, then ``n_done`` is advanced: memory
 does not grow with N, and a rerun after a kill continues from the last flushed batch.
+
+No empty dump at the final path. A new dump is created as ``feats.h5.partial`` (``h5io.partial_path``)
+and renamed to ``feats.h5`` right after its first batch is committed. So a dump that fails before
+writing any image (its first image does not decode, a crash, a kill) leaves no ``feats.h5`` behind:
+an error removes the ``.partial``, a kill leaves a ``.partial`` that the next run overwrites (it
+holds no committed row, so there is nothing to resume) and that ``verify`` names as a partial dump.
+Chosen over "create ``feats.h5``, delete it on error" because a kill runs no clean-up code, and over
+"rename only when complete" because an interrupted long dump must stay resumable at the path the
+user and ``verify`` know (``feats.h5`` with ``complete`` false, a partial dump of ``n_done`` images).
 """
 from __future__ import annotations
 
@@ -123,8 +132,10 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     extract = Extractor(model, device, cfg.att_size, cfg.precision, cfg.channels_last)
     n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
     attrs = identity_attrs(cfg, info, images, c, precision=extract.precision)
-    if force and out.exists():
-        out.unlink()
+    partial = h5io.partial_path(out)
+    if force:
+        out.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
     if out.exists():
         f = h5io.open_for_resume(out, attrs)
         if f is None:
@@ -135,23 +146,23 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
                     "compute": f"{device.type} {extract.precision}"}
         start, n_skipped = int(f.attrs["n_done"]), int(f.attrs["n_skipped"])
         f.close()
-    else:
-        h5io.create(out, {**attrs, "command": command}, images.ids, images.names)
+    else:  # a leftover .partial committed no row: start over (create replaces it atomically)
+        h5io.create(partial, {**attrs, "command": command}, images.ids, images.names)
         start, n_skipped = 0, 0
     try:
-        return _fill(cfg, out, images, extract, info, device, start, n_skipped, c, hw, progress)
+        return _fill(cfg, out, partial if start == 0 else out, images, extract, info, device, start,
+                     n_skipped, c, hw, progress)
     except BaseException:
-        if start == 0 and out.is_file():  # nothing of this run reached the file: leave no empty dump behind
-            with h5py.File(out, "r") as g:
-                empty = int(g.attrs.get("n_done", 0)) == 0
-            if empty:
-                out.unlink()
+        partial.unlink(missing_ok=True)  # still there: no batch was committed, nothing to resume
         raise
 
 
-def _fill(cfg, out: Path, images, extract, info, device, start: int, n_skipped: int, c: int, hw: int,
-          progress: bool) -> dict:
-    """Rows ``start`` .. N of ``out``, batch by batch; ``n_done`` advances after each flushed batch."""
+def _fill(cfg, out: Path, path: Path, images, extract, info, device, start: int, n_skipped: int, c: int,
+          hw: int, progress: bool) -> dict:
+    """Rows ``start`` .. N, batch by batch, into ``path``; ``n_done`` advances after each flushed batch.
+
+    ``path`` is ``out`` (a resume) or its ``.partial``, renamed to ``out`` once the first batch is in.
+    """
     n = len(images)
     loader = torch.utils.data.DataLoader(
         ImageDataset(images, range(start, n), cfg.input.policy, cfg.input.size), batch_size=cfg.batch_size,
@@ -162,7 +173,8 @@ def _fill(cfg, out: Path, images, extract, info, device, start: int, n_skipped: 
     batches = iter(loader)  # workers fork before the file is opened: they must never hold its handle
     bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress,
                leave=False)
-    with h5py.File(out, "r+") as f:
+    f = h5py.File(path, "r+")
+    try:
         for b, items in enumerate(batches):
             lo, hi = items[0][0], items[-1][0] + 1
             att, fc, skipped = run_batch(extract, items, cfg.skip_bad, c, hw)
@@ -176,8 +188,14 @@ def _fill(cfg, out: Path, images, extract, info, device, start: int, n_skipped: 
             f.attrs["n_skipped"] = n_skipped
             f.attrs["n_done"] = hi
             f.flush()
+            if path != out:  # the first committed batch: the dump now holds something valid
+                f.close()
+                os.replace(path, out)
+                path, f = out, h5py.File(out, "r+")
             bar.update(hi - lo)
         f.attrs["complete"] = True
+    finally:
+        f.close()
     bar.close()
     seconds = time.perf_counter() - t0
     return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,

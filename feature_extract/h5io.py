@@ -13,6 +13,11 @@ plus ``command``, ``n_done`` (rows [0, n_done) are final; updated after each flu
 ``n_skipped`` and ``complete`` (written last). Uncompressed datasets are allocated in full at
 creation, so writing a batch never touches the chunk index: a kill can only leave stale rows past
 ``n_done``, which a resume overwrites.
+
+A dump is created as ``<out>.partial`` (``partial_path``) and renamed to ``<out>`` once its first
+batch is committed (``n_done`` > 0): the final path never holds an empty dump. An interrupted dump is
+a *partial* one (``complete`` false): at ``<out>`` when it committed a batch (a rerun resumes it
+there), as ``<out>.partial`` when it did not (a rerun starts it over).
 """
 from __future__ import annotations
 
@@ -32,6 +37,32 @@ IDENTITY = ("format", "backbone", "backbone_method", "arch", "checkpoint_sha256"
             "input_size", "att_size", "channels", "dtype", "compression", "precision", "images_sha256",
             "n_images")
 FORCE_FIX = "delete the file or rerun with --force to start it over"
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(out: str | Path) -> Path:
+    """Where a dump lives until its first batch is committed: ``feats.h5`` -> ``feats.h5.partial``."""
+    out = Path(out)
+    return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def partial_note(f: h5py.File) -> str:
+    """"partial dump: 40 of 123287 images done" (an interrupted dump, read from its attributes)."""
+    attrs = read_attrs(f)
+    return f"partial dump: {attrs.get('n_done', 0)} of {attrs.get('n_images', '?')} images done"
+
+
+def missing_note(path: str | Path) -> str:
+    """Why ``path`` is not there: "not found", plus what its partial sibling holds if there is one."""
+    partial = partial_path(path)
+    if not partial.is_file():
+        return "not found"
+    try:
+        with h5py.File(partial, "r") as f:
+            note = partial_note(f)
+    except Exception:  # a partial file is never trusted; its name is what matters
+        note = "partial dump"
+    return f"not found; only {partial.name} is there ({note}, stopped before its first batch was committed)"
 
 
 def _plain(value):
@@ -138,7 +169,8 @@ def open_features(path: str | Path) -> FeaturesFile:
     """Open a features file for reading; refuse a missing, truncated, incomplete or malformed one."""
     path = Path(path)
     if not path.is_file():
-        raise CapawareError(path, "features file not found", "dump it first: python -m feature_extract --config ...")
+        raise CapawareError(path, f"features file {missing_note(path)}",
+                            "dump it (or rerun the interrupted dump): python -m feature_extract --config ...")
     try:
         f = h5py.File(path, "r")
     except OSError as err:
@@ -160,12 +192,16 @@ def check_structure(f: h5py.File) -> list[str]:
     attrs = read_attrs(f)
     if attrs.get("format") != FORMAT:
         return ["not a capaware features file (no format attribute)"]
-    missing = [name for name in DATASETS if name not in f]
+    missing = [name for name in DATASETS if not isinstance(f.get(name), h5py.Dataset)]
     if missing:
         return [f"missing dataset(s) {', '.join(missing)}"]
     absent = [name for name in IDENTITY if name not in attrs]
     if absent:  # written by something else, or edited: nothing below can be trusted
         return [f"missing attribute(s) {', '.join(absent)} (every capaware dump writes them at creation)"]
+    not_int = [name for name in ("n_images", "channels", "att_size")
+               if isinstance(attrs[name], bool) or not isinstance(attrs[name], (int, np.integer))]
+    if not_int:
+        return [f"attribute {name}={attrs[name]!r} is not an integer" for name in not_int]
     problems = []
     n, c, hw = attrs.get("n_images"), attrs.get("channels"), attrs.get("att_size", 0) ** 2
     expect = {"att": (n, hw, c), "fc": (n, c), "image_id": (n,)}
@@ -176,8 +212,8 @@ def check_structure(f: h5py.File) -> list[str]:
         if f[name].dtype != np.dtype(attrs.get("dtype", "?")):
             problems.append(f"{name} is {f[name].dtype}, the dtype attribute says {attrs.get('dtype')}")
     if not attrs.get("complete"):
-        problems.append(f"incomplete: the dump stopped after {attrs.get('n_done', 0)} of {n} images "
-                        "(complete flag not set)")
+        problems.append(f"incomplete, a {partial_note(f)} (complete flag not set; "
+                        "rerun the same dump command to finish it)")
     elif attrs.get("n_done") != n:
         problems.append(f"complete flag set but only {attrs.get('n_done')} of {n} rows written")
     return problems

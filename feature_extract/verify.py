@@ -1,8 +1,15 @@
 """Check a features file before a long stage-three run trusts it.
 
 ``python -m feature_extract.verify FILE [--images dataset_coco.json]``: structure (datasets, shapes,
-dtype, complete flag), no NaN/Inf (scanned in blocks, so memory stays flat), and with ``--images``
-that the ids are the json's, in order. Prints one line per problem and exits 1; "ok: ..." and 0.
+dtype, the identity attributes, complete flag), no NaN/Inf (scanned in blocks, so memory stays flat),
+and with ``--images`` that the ids are the json's, in order. Prints one line per problem, each
+``FILE: problem``, and exits 1; "ok: ..." and 0.
+
+It never prints a traceback: a missing file, a file that is not HDF5, a missing dataset or attribute,
+or anything else that stops the file from being read becomes such a line (the exception's type is
+kept in it, so a bug in here still shows what it was). An interrupted dump is named a partial dump
+with how many images are done; a missing FILE whose ``FILE.partial`` exists says so. A failure of
+the command itself (an unreadable ``--images`` json) is one ``CapawareError`` line too (``run_cli``).
 """
 from __future__ import annotations
 
@@ -14,9 +21,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from embedder.errors import CapawareError
+from embedder.errors import CapawareError, run_cli
 from feature_extract.backbone import label_of
-from feature_extract.h5io import _first, check_structure, read_attrs
+from feature_extract.h5io import _first, check_structure, missing_note, read_attrs
 
 
 def scan_finite(dset: h5py.Dataset, block: int = 256) -> list[int]:
@@ -41,10 +48,10 @@ def verify(path: str | Path, images: str | None = None) -> list[str]:
     """Problems found in the file, as one-line strings (empty: the file is good)."""
     path = Path(path)
     if not path.is_file():
-        return ["file not found"]
+        return [f"file {missing_note(path)}"]
     try:
         f = h5py.File(path, "r")
-    except OSError as err:
+    except Exception as err:  # OSError for a truncated or non-HDF5 file; never a traceback
         return [f"not a readable HDF5 file, truncated or damaged ({_first(err)})"]
     with f:
         try:
@@ -71,7 +78,22 @@ def verify(path: str | Path, images: str | None = None) -> list[str]:
                                     f"(file {have[first]}, json {want[first]})")
         except OSError as err:  # a chunk past the end of a truncated file
             problems = [f"unreadable data, truncated or damaged ({_first(err)})"]
+        except CapawareError:  # an unreadable --images json: the command's error, not the file's
+            raise
+        except Exception as err:  # an attribute or dataset of another type than a dump writes
+            problems = [f"malformed features file ({type(err).__name__}: {_first(err)})"]
     return problems
+
+
+def ok_line(path: str | Path) -> str:
+    """The one-line description of a good file."""
+    with h5py.File(path, "r") as f:
+        a = read_attrs(f)
+        n_skipped = int(f["skipped"][()].sum()) if "skipped" in f else 0
+        att = f["att"]
+        return (f"ok: {path}: {att.shape[0]} images ({n_skipped} skipped), att {list(att.shape)} {att.dtype}, "
+                f"{a.get('backbone')} {a.get('arch')} ({str(a.get('checkpoint_sha256'))[:23]}) -> "
+                f"{label_of(str(a.get('backbone')))}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,17 +105,17 @@ def main(argv: list[str] | None = None) -> None:
         problems = verify(args.file, args.images)
     except CapawareError as err:  # e.g. an unreadable --images json
         problems = [str(err)]
+    if not problems:
+        try:
+            line = ok_line(args.file)
+        except Exception as err:  # verify found nothing, so this is only defence in depth
+            problems = [f"malformed features file ({type(err).__name__}: {_first(err)})"]
     if problems:
         for problem in problems:
             print(f"{args.file}: {problem}", file=sys.stderr)
         raise SystemExit(1)
-    with h5py.File(args.file, "r") as f:
-        a = read_attrs(f)
-        n_skipped = int(f["skipped"][()].sum()) if "skipped" in f else 0
-        att = f["att"]
-        print(f"ok: {args.file}: {att.shape[0]} images ({n_skipped} skipped), att {list(att.shape)} {att.dtype}, "
-              f"{a['backbone']} {a['arch']} ({a['checkpoint_sha256'][:23]}) -> {label_of(a['backbone'])}")
+    print(line)
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -35,6 +35,18 @@ def write_corrupt_image(path: str | Path, nbytes: int = 256, seed: int = 0) -> P
     return path
 
 
+def write_truncated_image(path: str | Path, size: tuple[int, int] = (64, 48), keep: float = 0.6) -> Path:
+    """A real image (textured, format from the suffix) cut after ``keep`` of its bytes: the header is
+    intact and PIL opens it, only decoding the pixel data fails (an interrupted download)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)).save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
 # ----------------------------------------------------------------------------- Karpathy captions
 
 KARPATHY_IMAGES = [
@@ -212,6 +224,47 @@ def write_mpii(folder: str | Path, write_images: bool = True) -> tuple[Path, Pat
     folder.mkdir(parents=True, exist_ok=True)
     scipy.io.savemat(str(path), {"RELEASE": release})
     return path, image_root
+
+
+# ------------------------------------------------------------------------------ MPII JSON (annot/)
+
+MPII_JSON_FILES = {"train.json": ["A", "B"], "valid.json": ["C"]}
+"""What ``write_mpii_json`` writes by default: the .mat fixture's annotated people, one entry each."""
+MPII_JSON_SPLIT_FILE = {"015601864.jpg": "train", "015599452.jpg": "train", "091807521.jpg": "val"}
+"""The same split for ``read_mpii(split_file=...)``: images of valid.json people are "val"."""
+
+
+def mpii_json_entry(key: str) -> dict:
+    """MPII_PEOPLE[key] as HRNet's annot/*.json holds it: the .mat's 1-based values unchanged,
+    joints_vis 1 for an annotated joint, absent joints at [-1, -1] with joints_vis 0."""
+    spec = MPII_PEOPLE[key]
+    joints = [[-1.0, -1.0] for _ in range(len(MPII_JOINTS))]
+    vis = [0] * len(MPII_JOINTS)
+    for jid, x, y, _is_visible in spec["points"] or []:
+        joints[jid] = [float(x), float(y)]
+        vis[jid] = 1
+    return {"joints_vis": vis, "joints": joints, "image": spec["image"], "scale": float(spec["scale"]),
+            "center": [float(spec["objpos"][0]), float(spec["objpos"][1])]}
+
+
+def write_mpii_json(folder: str | Path, files: dict[str, list] | None = None,
+                    write_images: bool = True) -> tuple[Path, Path]:
+    """``folder/annot/<name>.json`` in HRNet's MPII layout (+ ``folder/images/``); returns (annot, image_root).
+
+    ``files`` maps a file name to its entries: MPII_PEOPLE keys or ready-made entry dicts (to write a
+    broken one); default MPII_JSON_FILES.
+    """
+    folder = Path(folder)
+    annot, image_root = folder / "annot", folder / "images"
+    annot.mkdir(parents=True, exist_ok=True)
+    for name, people in (MPII_JSON_FILES if files is None else files).items():
+        entries = [mpii_json_entry(p) if isinstance(p, str) else p for p in people]
+        (annot / name).write_text(json.dumps(entries))
+        if write_images:
+            for e in entries:
+                if isinstance(e, dict) and isinstance(e.get("image"), str):
+                    write_image(image_root / e["image"], (16, 12))
+    return annot, image_root
 
 
 # ------------------------------------------------------------------------------------- LSUN .mat

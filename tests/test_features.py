@@ -329,3 +329,87 @@ def test_folder_source_takes_ids_from_file_names(tmp_path, world):
 def test_shipped_feature_configs_load(name):
     cfg = load_features_config(ROOT / "configs" / f"{name}.yaml")
     assert cfg.input.policy == "square" and cfg.input.size // 32 == cfg.att_size
+
+
+# ------------------------------------------------------------- verify never tracebacks; partial dumps
+
+
+def run_module(module: str, *args, timeout: int = 180) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGS`` in a process of its own: what a user sees, traceback or not."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(torch.get_num_threads()))
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_verify_cli_names_what_is_missing_in_one_line_never_a_traceback(world, tmp_path):
+    good = tmp_path / "good.h5"
+    run_dump(world, good)
+    damaged = {}
+    for name, damage in [("no_arch", lambda f: f.attrs.__delitem__("arch")),
+                         ("no_fc", lambda f: f.__delitem__("fc")),
+                         ("att_group", lambda f: (f.__delitem__("att"), f.create_group("att"))),
+                         ("bad_att_size", lambda f: f.attrs.__setitem__("att_size", "two"))]:
+        path = tmp_path / f"{name}.h5"
+        shutil.copy(good, path)
+        with h5py.File(path, "r+") as f:
+            damage(f)
+        damaged[name] = path
+    not_hdf5 = tmp_path / "not_hdf5.h5"
+    not_hdf5.write_bytes(b"\x00" * 100)
+    expect = {"no_arch": "missing attribute(s) arch", "no_fc": "missing dataset(s) fc",
+              "att_group": "missing dataset(s) att", "bad_att_size": "attribute att_size='two' is not an integer",
+              "not_hdf5": "not a readable HDF5 file", "absent": "file not found"}
+    paths = {**damaged, "not_hdf5": not_hdf5, "absent": tmp_path / "absent.h5"}
+    # one process checks every file (each python -m pays the torch import): the CLI's own code path
+    script = ("import sys\nfrom embedder.errors import run_cli\nfrom feature_extract.verify import main\n"
+              "for path in sys.argv[1:]:\n"
+              "    try:\n        run_cli(lambda: main([path]))\n"
+              "    except SystemExit as e:\n        print(f'exit {e.code}', file=sys.stderr, flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, paths.values())], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=180)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 * len(paths), proc.stderr  # per file: its one problem line, then its exit code
+    for (name, path), line, code in zip(paths.items(), lines[::2], lines[1::2]):
+        assert line.startswith(f"{path}: ") and expect[name] in line, (name, line)
+        assert code == "exit 1", (name, code)
+    real = run_module("feature_extract.verify", damaged["no_arch"])  # and as a user runs it
+    assert real.returncode != 0 and "Traceback" not in real.stderr
+    assert real.stderr.strip().splitlines() == [f"{damaged['no_arch']}: missing attribute(s) arch "
+                                                "(every capaware dump writes them at creation)"]
+
+
+def test_first_image_corrupt_leaves_no_file_and_rerun_after_fixing_completes(world, tmp_path, capsys):
+    data = write_image_set(tmp_path / "data", n=5, corrupt=(0,))
+    out = tmp_path / "feats.h5"
+    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+            *overrides(world, out, **{"images.karpathy": data})]
+    code, err = cli(args, capsys)
+    one_line_error(code, err, "img_000.png", "cannot decode")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no feats.h5, no .partial, no temp file
+    Image.fromarray(np.full((30, 20, 3), 90, np.uint8)).save(data.parent / "images" / "img_000.png")
+    code, err = cli(args, capsys)
+    assert code == 0, err
+    assert verify(out, str(data)) == [] and not (tmp_path / "feats.h5.partial").exists()
+
+
+def test_dump_killed_before_its_first_batch_is_only_a_partial_file_and_reruns(world, tmp_path):
+    out, partial = tmp_path / "feats.h5", tmp_path / "feats.h5.partial"
+    args = ["--config", ROOT / "configs/demo_features_img.yaml", *overrides(world, out, batch_size=2)]
+    killed = run_module("feature_extract", *args, "stop_after_batches=0")
+    assert killed.returncode == 3, killed.stderr  # batch 0's rows written, n_done never advanced
+    assert not out.exists() and partial.is_file()
+    [problem] = verify(out)
+    assert "not found" in problem and "feats.h5.partial" in problem and "partial dump: 0 of 8 images done" in problem
+    assert any("partial dump: 0 of 8 images done" in p for p in verify(partial))
+    with pytest.raises(CapawareError, match="feats.h5.partial"):
+        open_features(out)
+    # the next run starts over from the .partial (nothing was committed) and dies after one committed
+    # batch: now the partial dump is at the final path, named partial with its 2 images done
+    killed = run_module("feature_extract", *args, "stop_after_batches=1")
+    assert killed.returncode == 3, killed.stderr
+    assert out.is_file() and not partial.exists()
+    assert any("partial dump: 2 of 8 images done" in p for p in verify(out))
+    resumed = run_dump(world, out, batch_size=2)
+    assert resumed["status"] == "resumed" and resumed["done_now"] == N - 2
+    assert verify(out, str(world["json"])) == [] and not partial.exists()

@@ -16,7 +16,7 @@ import fixtures_builders as fb
 from embedder.errors import CapawareError
 from embedder.images import check_images_exist, load_rgb
 from embedder.readers import (
-    LSUN_TO_OURS, load_layout_map, read_karpathy, read_lsun, read_mpii, read_pose_json,
+    LSUN_TO_OURS, load_layout_map, read_karpathy, read_lsun, read_mpii, read_mpii_json, read_pose_json,
 )
 from embedder.records import LAYOUT_SURFACES, select
 
@@ -413,3 +413,155 @@ def test_pose_json_measures_the_image_when_width_and_height_are_absent(tmp_path)
     (tmp_path / "img" / "p1.png").unlink()
     with raises_naming(path, "image 1", "img/p1.png", "cannot be opened to measure it"):
         read_pose_json(path)
+
+
+def test_pose_json_measured_size_equals_explicit_size(tmp_path):
+    imgs = json.loads(json.dumps(fb.POSE_IMAGES))
+    imgs[0]["file"] = "img/p0.jpg"  # a JPEG too: only its header is read
+    explicit = read_pose_json(fb.write_pose_json(tmp_path, images=imgs))  # writes W x H images
+    for img in imgs:
+        img.pop("width"), img.pop("height")
+    measured = read_pose_json(fb.write_pose_json(tmp_path, images=imgs, write_images=False, name="m.json"))
+    assert measured.image_paths == explicit.image_paths
+    assert list(measured.splits) == list(explicit.splits)
+    for field in ("joints", "visible", "boxes"):
+        assert np.array_equal(getattr(measured, field), getattr(explicit, field)), field
+
+
+def test_pose_json_without_size_refuses_an_unreadable_image(tmp_path):
+    imgs = json.loads(json.dumps(fb.POSE_IMAGES[:2]))
+    del imgs[1]["width"], imgs[1]["height"]
+    path = fb.write_pose_json(tmp_path, images=imgs, write_images=False)
+    with raises_naming(path, "image 1", "img/p1.png", "image not found", "give width and height"):
+        read_pose_json(path)
+    fb.write_corrupt_image(tmp_path / "img" / "p1.png")
+    with raises_naming(path, "image 1", "img/p1.png", "not a known image format"):
+        read_pose_json(path)
+
+
+# ------------------------------------------------------------------------------ MPII JSON (annot/)
+
+
+def _assert_same_records(a, b):
+    assert a.image_paths == b.image_paths
+    assert list(a.splits) == list(b.splits)
+    for field in ("joints", "visible", "boxes"):
+        x, y = getattr(a, field), getattr(b, field)
+        assert x.dtype == y.dtype and np.array_equal(x, y), (field, x, y)
+
+
+def _mat_with_split(tmp_path):
+    mat, image_root = fb.write_mpii(tmp_path)
+    split_file = tmp_path / "split.json"
+    split_file.write_text(json.dumps(fb.MPII_JSON_SPLIT_FILE))
+    return mat, image_root, split_file
+
+
+def test_mpii_json_equals_mat(tmp_path):
+    mat, image_root, split_file = _mat_with_split(tmp_path)
+    annot, json_root = fb.write_mpii_json(tmp_path)
+    assert json_root == image_root
+    from_mat = read_mpii(mat, image_root, split_file=split_file)
+    from_json = read_mpii_json(annot, image_root)
+    assert [p.name for p in from_json.image_paths] == [fb.MPII_PEOPLE[k]["image"] for k in "ABC"]
+    assert list(from_json.splits) == ["train", "train", "val"]
+    _assert_same_records(from_json, from_mat)
+    # A: ankles absent -> invisible at (0, 0); joints and box 0-based like the .mat reader's
+    assert not from_json.visible[0, [0, 5]].any() and not from_json.joints[0, [0, 5]].any()
+    np.testing.assert_array_equal(from_json.boxes[0], [50, 0, 550, 500])
+    for split in ("train", "val"):
+        _assert_same_records(read_mpii_json(annot, image_root, split=split),
+                             read_mpii(mat, image_root, split=split, split_file=split_file))
+    _assert_same_records(read_mpii_json(annot, image_root, box_scale=1.0),
+                         read_mpii(mat, image_root, split_file=split_file, box_scale=1.0))
+    check_images_exist(from_json)
+
+
+def test_mpii_json_skips_what_the_mat_reader_skips(tmp_path):
+    mat, image_root, split_file = _mat_with_split(tmp_path)
+    no_joints = fb.mpii_json_entry("D")  # person D: head box only, annopoints = [] in the .mat
+    assert not any(no_joints["joints_vis"])
+    no_crop = {**fb.mpii_json_entry("B"), "center": [-1.0, -1.0]}
+    annot, _ = fb.write_mpii_json(tmp_path, {"train.json": ["A", "B", no_joints, no_crop], "valid.json": ["C"]})
+    _assert_same_records(read_mpii_json(annot, image_root), read_mpii(mat, image_root, split_file=split_file))
+
+
+def test_mpii_json_valid_without_train(tmp_path):
+    mat, image_root, split_file = _mat_with_split(tmp_path)
+    annot, _ = fb.write_mpii_json(tmp_path, {"valid.json": ["C"]}, write_images=False)
+    rec = read_mpii_json(annot, image_root)
+    assert list(rec.splits) == ["val"]
+    _assert_same_records(rec, read_mpii(mat, image_root, split="val", split_file=split_file))
+    with raises_naming(annot, "no annotated person in split 'train'", "valid.json"):
+        read_mpii_json(annot, image_root, split="train")
+
+
+def test_mpii_json_through_the_data_config(tmp_path):
+    from embedder.config import DataConfig
+    from embedder.data import read_records
+
+    fb.write_mpii(tmp_path)
+    annot, image_root = fb.write_mpii_json(tmp_path)
+    data = DataConfig(track="pose", format="mpii_json", root=str(tmp_path))  # default: root/annot, root/images
+    _assert_same_records(read_records(data), read_mpii_json(annot, image_root))
+
+
+def test_mpii_json_missing_annotation_folder(tmp_path):
+    absent = tmp_path / "annot"
+    with raises_naming(absent, "folder not found", "train.json", "data.annotation"):
+        read_mpii_json(absent, tmp_path / "images")
+    absent.mkdir()
+    (absent / "trainval.json").write_text("[]")
+    with raises_naming(absent, "neither train.json nor valid.json", "data.annotation"):
+        read_mpii_json(absent, tmp_path / "images")
+    annot, image_root = fb.write_mpii_json(tmp_path / "b", write_images=False)
+    with raises_naming(annot / "train.json", "is a file", "folder"):
+        read_mpii_json(annot / "train.json", image_root)
+
+
+def _mpii_json_file(tmp_path, mutate, name: str = "train.json"):
+    entries = [fb.mpii_json_entry(k) for k in fb.MPII_JSON_FILES[name]]
+    mutate(entries)
+    annot, image_root = fb.write_mpii_json(tmp_path, {name: entries}, write_images=False)
+    return annot / name, image_root
+
+
+def test_mpii_json_wrong_joint_count(tmp_path):
+    path, image_root = _mpii_json_file(tmp_path, lambda e: e[1]["joints"].pop())
+    with raises_naming(path, "entry 1 (015599452.jpg)", "has 15 joints, expected 16"):
+        read_mpii_json(path.parent, image_root)
+
+
+def test_mpii_json_bad_joints_vis(tmp_path):
+    def mutate(entries):
+        entries[0]["joints_vis"][3] = 2
+    path, image_root = _mpii_json_file(tmp_path, mutate)
+    with raises_naming(path, "entry 0 (015601864.jpg)", "'joints_vis' entries must be 0 or 1, got 2"):
+        read_mpii_json(path.parent, image_root)
+    path, image_root = _mpii_json_file(tmp_path / "v", lambda e: e[0]["joints_vis"].append(1), "valid.json")
+    with raises_naming(path, "entry 0 (091807521.jpg)", "'joints_vis' has 17 entries"):
+        read_mpii_json(path.parent, image_root)
+
+
+def test_mpii_json_malformed_entries(tmp_path):
+    def non_numeric(entries):
+        entries[1]["joints"][4] = ["51", 68.25]
+    cases = [
+        (non_numeric, "entry 1 (015599452.jpg)", "not a pair of finite numbers"),
+        (lambda e: e[0].pop("center"), "entry 0 (015601864.jpg)", "missing required field 'center'"),
+        (lambda e: e[1].update(scale="big"), "entry 1", "scale 'big' is not a number"),
+        (lambda e: e[0]["joints_vis"].__setitem__(0, "1"), "entry 0", "must be 0 or 1, got '1'"),
+        (lambda e: e.append(["015601864.jpg"]), "entry 2 (?)", "entry is not an object"),
+    ]
+    for k, (mutate, *words) in enumerate(cases):
+        path, image_root = _mpii_json_file(tmp_path / str(k), mutate)
+        with raises_naming(path, *words):
+            read_mpii_json(path.parent, image_root)
+    annot = tmp_path / "dict" / "annot"
+    annot.mkdir(parents=True)
+    (annot / "valid.json").write_text(json.dumps({"images": []}))
+    with raises_naming(annot / "valid.json", "not a list of person entries"):
+        read_mpii_json(annot, tmp_path)
+    (annot / "valid.json").write_text('[{"image": "a.jpg",')
+    with raises_naming(annot / "valid.json", "not valid JSON"):
+        read_mpii_json(annot, tmp_path)

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from embedder.errors import CapawareError
 from embedder.readers.karpathy import read_json_file
@@ -39,6 +39,24 @@ def _number(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(value)
     return float(value)
+
+
+def _image_size(image_path: Path) -> tuple[float, float]:
+    """(width, height) from the image file's header (no pixel decoding); ValueError(reason) if unreadable."""
+    try:
+        with Image.open(image_path) as im:
+            width, height = im.size
+    except FileNotFoundError:
+        raise ValueError("image not found") from None
+    except IsADirectoryError:
+        raise ValueError("the path is a folder") from None
+    except UnidentifiedImageError:
+        raise ValueError("not a known image format, or corrupt") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
+        raise ValueError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+    if not (width > 0 and height > 0):
+        raise ValueError(f"image size {width}x{height} is not positive")
+    return float(width), float(height)
 
 
 def read_pose_json(path: str | Path) -> PoseRecords:
@@ -96,12 +114,11 @@ def read_pose_json(path: str | Path) -> PoseRecords:
             if box[2] <= box[0] or box[3] <= box[1]:
                 raise bad(f"box {box} is empty (need x1 > x0 and y1 > y0)")
         elif "width" not in img and "height" not in img:  # measure the image itself (its header only)
-            image_path = path.parent / str(img["file"])
             try:
-                with Image.open(image_path) as im:
-                    w, h = float(im.width), float(im.height)
-            except (OSError, ValueError) as err:
-                raise bad(f"no 'box' nor 'width'/'height', and the image cannot be opened to measure it ({err})",
+                w, h = _image_size(path.parent / str(img["file"]))
+            except ValueError as err:
+                raise bad(f"no 'box' nor 'width'/'height', and the image cannot be opened to measure it "
+                          f"({err.args[0]})",
                           "give width and height (or a box), or put the image at that path") from None
             box = default_box(w, h)
         else:
