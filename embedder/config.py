@@ -32,8 +32,10 @@ class DataConfig:
     root: str = "data/poses"  # dataset folder
     annotation: str = ""  # annotation file, or folder for mpii_json (relative to root); empty: the format's default
     image_root: str = ""  # images folder when it is not next to the annotation (MPII)
+    split_file: str = ""  # MPII .mat: image -> train|val|test (relative to root); empty: every image "train"
     input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
     layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)
+    layout_labels: str = "auto"  # LSUN layout_seg ids: surfaces (relabelled copy) | regions (original) | auto
     in_memory: bool = True  # decode every image once into RAM (small sets); else decode per batch
     num_workers: int = 0
     synthetic: Optional[SynthConfig] = None  # generate the embedded default if root is missing

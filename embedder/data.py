@@ -61,13 +61,14 @@ def read_records(data):
         return read_pose_json(annotation)
     if data.format == "mpii":
         from embedder.readers.mpii import read_mpii
-        return read_mpii(annotation, Path(data.image_root) if data.image_root else root / "images")
+        return read_mpii(annotation, Path(data.image_root) if data.image_root else root / "images",
+                         split_file=root / data.split_file if data.split_file else None)
     if data.format == "mpii_json":  # annotation: the folder holding train.json / valid.json
         from embedder.readers.mpii_json import read_mpii_json
         return read_mpii_json(annotation, Path(data.image_root) if data.image_root else root / "images")
     if data.format == "lsun":
         from embedder.readers.lsun import read_lsun
-        return read_lsun(root, layout_type=data.layout_type)
+        return read_lsun(root, layout_type=data.layout_type, labels=data.layout_labels)
     from embedder.readers.karpathy import read_karpathy
     return read_karpathy(annotation, Path(data.image_root) if data.image_root else None)
 

@@ -14,7 +14,7 @@ import argparse
 from embedder.check_data import check_records
 from embedder.config import load_config
 from embedder.data import read_records
-from embedder.errors import run_cli
+from embedder.errors import CapawareError, run_cli
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,6 +30,20 @@ def main(argv: list[str] | None = None) -> None:
         records = read_records(data)
         report = check_records(records, desc=f"checking {data.root}")
         print(f"{data.root}: {report.line(what)}", flush=True)
+        if data is cfg.data:
+            check_eval_splits(cfg, report.splits)
+
+
+def check_eval_splits(cfg, splits: dict[str, int]) -> None:
+    """The retrieval evaluation's query and database splits must hold images (MPII's .mat release has
+    no test split of its own: without ``data.split_file`` every image is "train")."""
+    for key in ("query_split", "db_split"):
+        split = getattr(cfg.eval, key)
+        if not splits.get(split):
+            found = ", ".join(f"{name} {count}" for name, count in splits.items())
+            raise CapawareError(f"eval.{key}", f"split {split!r} has no images in {cfg.data.root} (splits: {found})",
+                                "set eval.query_split / eval.db_split to a split that exists"
+                                + (", or give data.split_file" if cfg.data.format == "mpii" else ""))
 
 
 if __name__ == "__main__":

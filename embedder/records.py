@@ -39,6 +39,9 @@ class LayoutRecords:
     splits: np.ndarray  # [N] str
     seg_paths: list[Path]  # per image segmentation map (release format; see embedder.readers.lsun)
     layout_types: np.ndarray  # [N] int, the LSUN layout type (0..10)
+    corners: list[np.ndarray] | None = None  # per image [K, 2] (x, y) 0-based; K fixed by the type
+    resolutions: np.ndarray | None = None  # [N, 2] int (H, W) as the split file says
+    map_labels: str = "surfaces"  # how seg_paths' ids are numbered (embedder.readers.lsun: MAP_LABELS)
 
     def __len__(self) -> int:
         return len(self.image_paths)

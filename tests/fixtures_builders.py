@@ -281,31 +281,94 @@ LSUN_ENTRIES = {
 """What ``write_lsun`` writes: per split file, the entries (in order)."""
 
 
-def lsun_map(layout_type: int, h: int = 6, w: int = 8) -> np.ndarray:
-    """A toy LSUN surface map (ids 1 front, 2 left, 3 right, 4 floor, 5 ceiling) for the type."""
-    m = np.empty((h, w), dtype=np.uint8)
-    m[:, : w // 2] = 2
-    m[:, w // 2:] = 3
-    if layout_type == 0:
-        m[:, w // 4: 3 * w // 4] = 1
-    m[: h // 3] = 5
-    m[2 * h // 3:] = 4
-    return m
+LSUN_H, LSUN_W = 30, 40
+SURFACE_IDS = {"front": 1, "left": 2, "right": 3, "floor": 4, "ceiling": 5}
+# layout type -> (corners, 0-based (x, y) in a 40x30 image; surfaces as polygons drawn in this order).
+# Drawn by hand from each type's picture (which corner is where), independently of
+# embedder.readers.lsun_types: a test that converts these maps checks that module against them.
+ROOMS = {
+    0: ([(12, 9), (0, 2), (12, 21), (0, 28), (28, 21), (39, 28), (28, 9), (39, 2)],
+        [("ceiling", [(0, 0), (39, 0), (39, 2), (28, 9), (12, 9), (0, 2)]),
+         ("floor", [(0, 28), (12, 21), (28, 21), (39, 28), (39, 29), (0, 29)]),
+         ("left", [(0, 2), (12, 9), (12, 21), (0, 28)]),
+         ("right", [(39, 2), (39, 28), (28, 21), (28, 9)]),
+         ("front", [(12, 9), (28, 9), (28, 21), (12, 21)])]),
+    1: ([(13, 20), (13, 0), (0, 26), (27, 20), (27, 0), (39, 25)],
+        [("left", [(0, 0), (13, 0), (13, 20), (0, 26)]),
+         ("front", [(13, 0), (27, 0), (27, 20), (13, 20)]),
+         ("right", [(27, 0), (39, 0), (39, 25), (27, 20)]),
+         ("floor", [(0, 26), (13, 20), (27, 20), (39, 25), (39, 29), (0, 29)])]),
+    5: ([(20, 8), (0, 3), (39, 4), (21, 22), (0, 27), (39, 26)],
+        [("ceiling", [(0, 0), (39, 0), (39, 4), (20, 8), (0, 3)]),
+         ("left", [(0, 3), (20, 8), (21, 22), (0, 27)]),
+         ("right", [(39, 4), (39, 26), (21, 22), (20, 8)]),
+         ("floor", [(0, 27), (21, 22), (39, 26), (39, 29), (0, 29)])]),
+    6: ([(0, 7), (39, 8), (0, 22), (39, 21)],
+        [("ceiling", [(0, 0), (39, 0), (39, 8), (0, 7)]),
+         ("front", [(0, 7), (39, 8), (39, 21), (0, 22)]),
+         ("floor", [(0, 22), (39, 21), (39, 29), (0, 29)])]),
+    10: ([(18, 0), (21, 29)],
+         [("left", [(0, 0), (18, 0), (21, 29), (0, 29)]),
+          ("right", [(18, 0), (39, 0), (39, 29), (21, 29)])]),
+}
+"""Hand-drawn rooms of five layout types, for converting original-numbered maps."""
 
 
-def write_lsun(folder: str | Path, write_images: bool = True) -> Path:
-    """An LSUN room-layout folder (training.mat, validation.mat, images/, layout_seg/); returns it."""
+def lsun_map(layout_type: int) -> np.ndarray:
+    """The room of ``ROOMS`` as a surface-relabelled map (ids 1 front, 2 left, 3 right, 4 floor, 5 ceiling)."""
+    from PIL import ImageDraw
+
+    img = Image.new("L", (LSUN_W, LSUN_H), 0)
+    draw = ImageDraw.Draw(img)
+    for surface, polygon in ROOMS[layout_type][1]:
+        draw.polygon(polygon, fill=SURFACE_IDS[surface])
+    out = np.asarray(img).copy()
+    assert out.min() > 0, "every pixel lies on a surface"
+    return out
+
+
+def lsun_corners(layout_type: int) -> np.ndarray:
+    """``point`` as the release stores it: 1-based (MATLAB) [K, 2] corners of ``ROOMS[layout_type]``."""
+    return np.array(ROOMS[layout_type][0], dtype=np.float64) + 1.0
+
+
+def region_numbering(surfaces: np.ndarray) -> np.ndarray:
+    """The original release's numbering of a surface map: 8-connected regions 1..K, numbered in the
+    order a column-major scan first meets them (MATLAB ``bwconncomp``)."""
+    import scipy.ndimage
+
+    comps = []
+    for v in np.unique(surfaces):
+        labelled, n = scipy.ndimage.label(surfaces == v, structure=np.ones((3, 3)))
+        comps += [labelled == k for k in range(1, n + 1)]
+    first = [int(np.flatnonzero(c.ravel(order="F"))[0]) for c in comps]
+    out = np.zeros(surfaces.shape, dtype=np.uint8)
+    for number, k in enumerate(np.argsort(first), 1):
+        out[comps[k]] = number
+    return out
+
+
+def write_lsun(folder: str | Path, write_images: bool = True, types: dict | None = None,
+               numbering: str = "surfaces") -> Path:
+    """An LSUN room-layout folder (training.mat, validation.mat, images/, layout_seg/); returns it.
+
+    ``types``: {split file stem: [layout types]} (default: ``LSUN_ENTRIES``); ``numbering``: the
+    maps' ids, ``surfaces`` (the relabelled copy) or ``regions`` (the original release).
+    """
     root = Path(folder)
     (root / "layout_seg").mkdir(parents=True, exist_ok=True)
-    for stem, entries in LSUN_ENTRIES.items():
+    listing = ({stem: [dict(e) for e in entries] for stem, entries in LSUN_ENTRIES.items()} if types is None else
+               {stem: [{"image": f"{stem}_{i:03d}_type{t}", "scene": "bedroom", "type": t} for i, t in enumerate(ts)]
+                for stem, ts in types.items()})
+    for stem, entries in listing.items():
         rows = []
         for e in entries:
             seg = lsun_map(e["type"])
+            if numbering == "regions":
+                seg = region_numbering(seg)
             h, w = seg.shape
-            n_points = {5: 6, 0: 8}[e["type"]]
-            points = np.array([[1.0 + k, 2.0 + k] for k in range(n_points)])
             rows.append({"image": e["image"], "scene": e["scene"], "type": float(e["type"]),
-                         "point": points, "resolution": np.array([[h, w]], dtype=float)})
+                         "point": lsun_corners(e["type"]), "resolution": np.array([[h, w]], dtype=float)})
             scipy.io.savemat(str(root / "layout_seg" / f"{e['image']}.mat"), {"layout": seg})
             if write_images:
                 write_image(root / "images" / f"{e['image']}.jpg", (w, h))

@@ -6,6 +6,7 @@ one line naming the file and the record (index, image name), with the further pr
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import scipy.io
 
@@ -117,10 +118,19 @@ def test_lsun_layout_map_of_another_size_is_refused(tmp_path, capsys):
     root = fb.write_lsun(tmp_path / "lsun")
     entry = fb.LSUN_ENTRIES["training"][1]
     seg = root / "layout_seg" / f"{entry['image']}.mat"
-    scipy.io.savemat(str(seg), {"layout": fb.lsun_map(entry["type"], h=7, w=8)})  # its image is 6 x 8
-    line = error_line(*run_prepare(lsun_config(tmp_path, root), capsys)[::2])
-    assert str(seg) in line and "7x8" in line and "6x8" in line
+    scipy.io.savemat(str(seg), {"layout": np.pad(fb.lsun_map(entry["type"]), ((0, 1), (0, 0)), mode="edge")})
+    line = error_line(*run_prepare(lsun_config(tmp_path, root), capsys)[::2])  # map 31x40, resolution 30x40
+    assert str(seg) in line and "31x40" in line and "resolution 30x40" in line
     assert "record 1" in line and f"{entry['image']}.jpg" in line
+
+
+def test_lsun_image_of_another_size_than_its_map_is_refused(tmp_path, capsys):
+    root = fb.write_lsun(tmp_path / "lsun")
+    entry = fb.LSUN_ENTRIES["training"][1]
+    fb.write_image(root / "images" / f"{entry['image']}.jpg", (40, 31))  # map and resolution: 30x40
+    line = error_line(*run_prepare(lsun_config(tmp_path, root), capsys)[::2])
+    assert str(root / "layout_seg" / f"{entry['image']}.mat") in line
+    assert "layout map is 30x40 (HxW), its image 31x40" in line and "record 1" in line
 
 
 def test_lsun_unreadable_map_and_missing_image_are_both_reported(tmp_path):

@@ -18,6 +18,8 @@ from embedder.images import check_images_exist, load_rgb
 from embedder.readers import (
     LSUN_TO_OURS, load_layout_map, read_karpathy, read_lsun, read_mpii, read_mpii_json, read_pose_json,
 )
+from embedder.readers.lsun import record_layout_map
+from embedder.readers.lsun_types import corner_count, is_region_numbering
 from embedder.records import LAYOUT_SURFACES, select
 
 
@@ -330,9 +332,9 @@ def test_load_layout_map_mat_and_png(tmp_path):
         assert ours.dtype == np.uint8 and ours.shape == lsun.shape
         expected = np.vectorize(LSUN_TO_OURS.get)(lsun)
         np.testing.assert_array_equal(ours, expected)
-    # type 5 toy map: ceiling on top (ours 0), floor at the bottom (1), left (2) and right (4) walls
+    # type 5 room: ceiling on top (ours 0), floor at the bottom (1), left (2) and right (4) walls
     ours = load_layout_map(rec.seg_paths[0])
-    assert ours[0, 0] == 0 and ours[-1, -1] == 1 and ours[3, 0] == 2 and ours[3, -1] == 4
+    assert ours[0, 0] == 0 and ours[-1, -1] == 1 and ours[15, 0] == 2 and ours[15, -1] == 4
     png = fb.write_layout_png(tmp_path / "seg.png", ours)
     np.testing.assert_array_equal(load_layout_map(png), ours)
 
@@ -343,7 +345,7 @@ def test_load_layout_map_unknown_label(tmp_path):
     path = tmp_path / "layout_seg" / "bad.mat"
     path.parent.mkdir()
     scipy.io.savemat(str(path), {"layout": seg})
-    with raises_naming(path, "unknown LSUN layout label 7"):
+    with raises_naming(path, "unknown surface label 7", "data.layout_labels=regions"):
         load_layout_map(path)
     png = fb.write_layout_png(tmp_path / "bad.png", np.full((4, 4), 9))
     with raises_naming(png, "unknown layout label 9"):
@@ -376,6 +378,107 @@ def test_lsun_malformed_split_files(tmp_path):
     scipy.io.savemat(str(tmp_path / "training.mat"), {"training": {"scene": "bedroom", "type": 5.0}})
     with raises_naming(tmp_path / "training.mat", "entry 1", "no 'image'"):
         read_lsun(tmp_path)
+
+
+def _ours(surface_ids: np.ndarray) -> np.ndarray:
+    """Surface-relabelled ids -> ours, through the documented table (independent of the reader)."""
+    return np.vectorize({1: 3, 2: 2, 3: 4, 4: 1, 5: 0}.get)(surface_ids).astype(np.uint8)
+
+
+ROOM_TYPES = sorted(fb.ROOMS)  # 0, 1, 5, 6, 10
+
+
+def test_original_region_numbered_maps_become_the_right_surfaces_pixel_for_pixel(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": ROOM_TYPES}, numbering="regions")
+    for labels in ("regions", "auto"):
+        rec = read_lsun(root, layout_type=None, labels=labels)
+        assert list(rec.layout_types) == ROOM_TYPES
+        for i, t in enumerate(ROOM_TYPES):
+            truth = fb.lsun_map(t)
+            regions = scipy.io.loadmat(rec.seg_paths[i])["layout"]
+            assert (regions != truth).any(), "the numbering differs from the surfaces: the test means something"
+            np.testing.assert_array_equal(record_layout_map(rec, i), _ours(truth), err_msg=f"type {t}, {labels}")
+
+
+def test_relabelled_maps_are_read_unchanged(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": ROOM_TYPES}, numbering="surfaces")
+    for labels in ("surfaces", "auto"):
+        rec = read_lsun(root, layout_type=None, labels=labels)
+        for i, t in enumerate(ROOM_TYPES):
+            np.testing.assert_array_equal(record_layout_map(rec, i), _ours(fb.lsun_map(t)))
+
+
+def test_corners_are_read_zero_based_with_the_resolution(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": [5]})
+    rec = read_lsun(root)
+    np.testing.assert_array_equal(rec.corners[0], np.array(fb.ROOMS[5][0], dtype=float))
+    assert rec.resolutions.tolist() == [[30, 40]] and rec.map_labels == "auto"
+
+
+def _rewrite_entry(root: Path, **fields) -> Path:
+    """training.mat with its first entry's fields replaced (the others as written)."""
+    mat = root / "training.mat"
+    arr = scipy.io.loadmat(str(mat))["training"]
+    for key, value in fields.items():
+        arr[0, 0][key] = value
+    scipy.io.savemat(str(mat), {"training": arr})
+    return mat
+
+
+def test_wrong_corner_count_is_refused_in_one_line(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": [5, 0]})
+    mat = _rewrite_entry(root, point=fb.lsun_corners(5)[:4])
+    with raises_naming(mat, "entry 1 (training_000_type5)", "layout type 5 has 6 corners, 'point' holds 4"):
+        read_lsun(root, layout_type=0)  # checked even where the entry is not kept
+
+
+def test_bad_resolution_and_type_are_refused(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": [5]})
+    mat = _rewrite_entry(root, resolution=np.array([[30.0]]))
+    with raises_naming(mat, "entry 1 (training_000_type5)", "'resolution'"):
+        read_lsun(root)
+    mat = _rewrite_entry(root, resolution=np.array([[30.0, 40.0]]), type=11.0)
+    with raises_naming(mat, "entry 1 (training_000_type5)", "no layout 'type' in 0..10"):
+        read_lsun(root)
+
+
+def test_map_of_another_size_than_the_resolution_is_refused(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": [5]})
+    seg = root / "layout_seg" / "training_000_type5.mat"
+    scipy.io.savemat(str(seg), {"layout": fb.lsun_map(5)[:, :39]})
+    rec = read_lsun(root)
+    with raises_naming(seg, "image training_000_type5.jpg", "30x39", "resolution 30x40"):
+        record_layout_map(rec, 0)
+
+
+def test_maps_that_fit_neither_numbering_are_refused(tmp_path):
+    root = fb.write_lsun(tmp_path, types={"training": [5]})
+    seg = root / "layout_seg" / "training_000_type5.mat"
+    swapped = fb.lsun_map(5)
+    swapped = np.where(swapped == 2, 3, np.where(swapped == 3, 2, swapped))  # left and right walls swapped
+    scipy.io.savemat(str(seg), {"layout": swapped})
+    with raises_naming(seg, "image training_000_type5.jpg", "neither the surfaces", "2->right"):
+        record_layout_map(read_lsun(root), 0)
+    assert record_layout_map(read_lsun(root, labels="surfaces"), 0)[15, 0] == 4  # the user said so: read as is
+    # a region that the corners split between two surfaces (the left and right walls merged into one)
+    merged = fb.region_numbering(np.where(fb.lsun_map(5) == 3, 2, fb.lsun_map(5)))
+    scipy.io.savemat(str(seg), {"layout": merged})
+    with raises_naming(seg, "cannot name the regions", "is split between"):
+        record_layout_map(read_lsun(root, labels="regions"), 0)
+
+
+def test_unknown_layout_labels_value_is_refused(tmp_path):
+    root = fb.write_lsun(tmp_path)
+    with raises_naming("data.layout_labels", "unknown value 'original'"):
+        read_lsun(root, labels="original")
+
+
+def test_region_numbering_detection():
+    for t in ROOM_TYPES:
+        assert is_region_numbering(fb.region_numbering(fb.lsun_map(t)))
+        assert not is_region_numbering(fb.lsun_map(t))
+    assert {corner_count(t) for t in (0,)} == {8} and [corner_count(t) for t in (1, 2, 5)] == [6, 6, 6]
+    assert [corner_count(t) for t in (3, 4, 6, 7)] == [4] * 4 and [corner_count(t) for t in (8, 9, 10)] == [2] * 3
 
 
 # --------------------------------------------------------------------------------------- images

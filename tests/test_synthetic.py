@@ -196,7 +196,7 @@ def test_room_keypoints_agree_with_the_layout_map(made):
     corners = []
     for entry in _split_file(root, "training"):
         seg = scipy.io.loadmat(root / "layout_seg" / f"{entry.image}.mat")["layout"]
-        pts = entry.point
+        pts = entry.point - 1.0  # the release's 1-based corners -> 0-based pixel centres
         for k, want in ((0, {2, 3, 5}), (3, {2, 3, 4})):
             x, y = np.rint(pts[k]).astype(int)
             window = seg[max(y - 2, 0):y + 3, max(x - 2, 0):x + 3]

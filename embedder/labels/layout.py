@@ -42,10 +42,10 @@ class LayoutSpace:
     name = "layout"
 
     def __init__(self, records: LayoutRecords, input_size: int, progress: bool = True):
-        from embedder.readers.lsun import load_layout_map
+        from embedder.readers.lsun import record_layout_map
 
-        maps = [resize_map(load_layout_map(p), input_size)
-                for p in tqdm(records.seg_paths, desc="layout maps", disable=not progress, leave=False)]
+        maps = [resize_map(record_layout_map(records, i), input_size)
+                for i in tqdm(range(len(records)), desc="layout maps", disable=not progress, leave=False)]
         self.onehot = one_hot(np.stack(maps)) if maps else np.zeros((0, N_SURFACES, 0), np.float32)
         self.input_size = input_size
 

@@ -7,12 +7,12 @@ see ``embedder.images`` for that.
 """
 from embedder.images import check_images_exist, load_rgb
 from embedder.readers.karpathy import KARPATHY_SPLITS, read_karpathy
-from embedder.readers.lsun import LSUN_SURFACES, LSUN_TO_OURS, load_layout_map, read_lsun
+from embedder.readers.lsun import LSUN_SURFACES, LSUN_TO_OURS, load_layout_map, read_lsun, record_layout_map
 from embedder.readers.mpii import read_mpii
 from embedder.readers.mpii_json import read_mpii_json
 from embedder.readers.pose_json import read_pose_json
 
 __all__ = [
-    "read_karpathy", "read_pose_json", "read_mpii", "read_mpii_json", "read_lsun", "load_layout_map",
+    "read_karpathy", "read_pose_json", "read_mpii", "read_mpii_json", "read_lsun", "load_layout_map", "record_layout_map",
     "check_images_exist", "load_rgb", "KARPATHY_SPLITS", "LSUN_SURFACES", "LSUN_TO_OURS",
 ]

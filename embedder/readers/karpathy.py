@@ -10,8 +10,8 @@ Format (as released with NeuralTalk2 and read by every captioning codebase since
      "dataset": "coco"}
 
 Flickr files have no ``filepath`` and no ``cocoid`` (they carry ``imgid`` only); both are accepted.
-The image path is ``image_root / filepath / filename``. Image files are not touched here: call
-``embedder.images.check_images_exist`` once before a long run.
+The image path is ``image_root / filepath / filename``. Image files are not touched here; the
+pipeline's data stage opens every one (``embedder.check_data``). Format notes: docs/data_formats/caption.md.
 """
 from __future__ import annotations
 

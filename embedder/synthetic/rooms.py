@@ -27,8 +27,9 @@ vertical corner with random yaw, pitch, roll, field of view and position, so the
 the four regions move continuously. Surfaces get their own textures (stripes, checker, planks,
 noise) and colours; furniture-like boxes, wall rectangles (pictures, windows, doors) and blobs are
 drawn over them without changing the map, as in LSUN where the map labels the surface behind
-furniture. Keypoints use the pose generator's pixel convention: (0, 0) is the centre of the top-left
-pixel; edge endpoints are clipped to [0, size - 1]. training.mat = train items, validation.mat = test.
+furniture. Keypoints are computed in the pose generator's pixel convention ((0, 0) is the centre of
+the top-left pixel; edge endpoints clipped to [0, size - 1]) and written 1-based, as the release's
+MATLAB coordinates are. training.mat = train items, validation.mat = test.
 """
 from __future__ import annotations
 
@@ -354,7 +355,7 @@ def generate_rooms(out: str | Path, n_train: int = 2000, n_test: int = 500, seed
         write_bytes(out / "layout_seg" / f"{name}.mat", mat_bytes({"layout": seg}, compress=True))
         entries["training" if i < n_train else "validation"].append({
             "image": name, "scene": SCENES[int(rng.integers(len(SCENES)))],
-            "type": np.array([[LAYOUT_TYPE]], dtype=np.uint8), "point": points.astype(np.float64),
+            "type": np.array([[LAYOUT_TYPE]], dtype=np.uint8), "point": points.astype(np.float64) + 1.0,
             "resolution": np.array([[size, size]], dtype=np.float64)})
     for split in ("validation", "training"):
         write_bytes(out / f"{split}.mat", mat_bytes({split: _split_struct(entries[split])}, compress=False))
