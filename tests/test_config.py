@@ -31,6 +31,6 @@ def test_overrides_apply_and_change_the_hash():
 
 
 @pytest.mark.parametrize("name", ["demo_pose", "demo_layout", "mpii_pose_study", "lsun_layout_study",
-                                  "mpii_pose_dims", "study_pose_dims", "demo_layout_lr_sweep", "demo_caption_lr_sweep", "study_caption_controls", "study_dims_controls", "demo_caption", "coco_caption", "demo_pose_lr_sweep"])
+                                  "mpii_pose_dims", "study_pose_dims", "demo_layout_lr_sweep", "demo_caption_lr_sweep", "demo_caption_budget_probe", "study_caption_controls", "study_dims_controls", "demo_caption", "coco_caption", "demo_pose_lr_sweep"])
 def test_shipped_configs_load(name):
     load_config(f"configs/{name}.yaml")
