@@ -29,6 +29,7 @@ from embedder.data import ImageBank, normalise, read_records, split_records
 from embedder.device import autocast, pick_device, pick_precision
 from embedder.errors import CapawareError, run_cli
 from embedder.model import Embedder, build_model
+from embedder.optim import adam
 
 
 def image_tags(records) -> list[list[str]]:
@@ -155,7 +156,7 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     dtype = pick_precision(p.precision, device, "pretrain.precision")
     torch.manual_seed(cfg.seed)
     model = Embedder(cfg.model.arch, len(views.names)).to(device).to(memory_format=torch.channels_last)
-    opt = torch.optim.Adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
     ckpt, fingerprint, step = out_dir / "last.pt", config_hash(cfg.pretrain) + cfg.model.arch, 0

@@ -36,6 +36,7 @@ from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
 from embedder.losses.triplet import triplet_loss
+from embedder.optim import adam
 from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
@@ -232,7 +233,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     if t.optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
     elif t.optimizer == "adam":
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=t.weight_decay)
+        opt = adam(params, lr=lr, weight_decay=t.weight_decay)
     else:
         raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
     anchors = method.anchors_per_batch or t.anchors_per_batch
