@@ -3,7 +3,7 @@
 ``python benchmarks/bench_caption_graph.py [--sizes 500 1000 2000] [--m 30] [--dim 300] [--workers 2]
 [--brute-pairs 200] [--check-queries 2]``
 
-Captions come from the shapes-captions generator (``embedder.synthetic.shapes_captions``; a small
+Captions come from the shapes-captions generator (``capdata.synthetic.shapes_captions``; a small
 local template generator if that module is missing), five per image, no images rendered; word2vec
 is trained on them (``--dim``, the GoogleNews width by default). Per size N:
 
@@ -42,15 +42,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from embedder.labels.caption_graph import CaptionSpace, build_caption_graph  # noqa: E402
 from embedder.labels.wmd import wmd  # noqa: E402
-from embedder.labels.wordvecs import caption_words, stopword_set, tokenize, train_word2vec  # noqa: E402
+from embedder.labels.wordvecs import (  # noqa: E402
+    caption_words,
+    stopword_set,
+    tokenize,
+    train_word2vec,
+)
 
 COCO_TRAIN = 113_287
 
 
 def shapes_captions(n: int, seed: int) -> list[list[str]]:
     """n images x 5 captions (strings) from the shapes-captions generator, no images rendered."""
-    from embedder.synthetic import item_rng
-    from embedder.synthetic.shapes_captions import make_captions, sample_scene
+    from capdata.synthetic import item_rng
+    from capdata.synthetic.shapes_captions import make_captions, sample_scene
 
     out = []
     for i in range(n):

@@ -36,11 +36,11 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from embedder.checkpoint import save_checkpoint  # noqa: E402
+from capcore.checkpoint import save_checkpoint  # noqa: E402
+from capdata.images import load_rgb  # noqa: E402
+from capdata.synthetic import generate_captions  # noqa: E402
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD  # noqa: E402
-from embedder.images import load_rgb  # noqa: E402
 from embedder.model import Embedder  # noqa: E402
-from embedder.synthetic import generate_captions  # noqa: E402
 from feature_extract.config import load_features_config  # noqa: E402
 from feature_extract.dump import dump  # noqa: E402
 from feature_extract.sources import resize  # noqa: E402

@@ -18,9 +18,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import median_seconds  # noqa: E402
+
 from embedder.losses.log_ratio import log_ratio_loss, log_ratio_loss_per_triplet  # noqa: E402
 from embedder.mining import dense_triplet_mask, triplets_from_mask  # noqa: E402
-from timing import median_seconds  # noqa: E402
 
 
 def make_batch(batch: int, dim: int, n_anchors: int, seed: int = 0):

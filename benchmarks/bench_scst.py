@@ -29,6 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import median_seconds  # noqa: E402
+
 from captioners.model import Captioner
 from captioners.prepro import prepro, read_labels
 from rl.cider import (
@@ -40,7 +42,6 @@ from rl.cider import (
     load_or_build_doc_freq,
 )
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
-from timing import median_seconds  # noqa: E402
 
 MODELS = {  # (core, rnn, encoding, att_hid, regions, channels)
     "demo": ("att2all2", 128, 64, 64, 49, 512),  # configs/demo_att2all2.yaml on resnet18 7 x 7 features
@@ -76,7 +77,7 @@ def main() -> None:
 
     tmp = None
     if args.labels is None:
-        from embedder.synthetic import generate_captions
+        from capdata.synthetic import generate_captions
 
         tmp = tempfile.TemporaryDirectory()
         json_path = generate_captions(Path(tmp.name) / "data", n_train=1200, n_test=50, seed=0, size=32)

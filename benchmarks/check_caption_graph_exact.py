@@ -19,8 +19,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_caption_graph import shapes_captions  # noqa: E402
-from embedder.labels.caption_graph import (CaptionSpace, build_caption_graph,  # noqa: E402
-                                           build_caption_graph_bruteforce)
+
+from embedder.labels.caption_graph import (  # noqa: E402
+    CaptionSpace,
+    build_caption_graph,
+    build_caption_graph_bruteforce,
+)
 from embedder.labels.wordvecs import tokenize, train_word2vec  # noqa: E402
 
 

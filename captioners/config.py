@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from embedder.config import load_config
-from embedder.device import PRECISIONS
-from embedder.errors import CapawareError
+from capcore.config import load_config
+from capcore.device import PRECISIONS
+from capcore.errors import CapawareError
 
 
 @dataclass

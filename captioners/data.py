@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from capcore.errors import CapawareError
 from captioners.prepro import Labels
-from embedder.errors import CapawareError
 
 EXTRACT_FIX = "rerun python -m feature_extract for this image set (it resumes a half-written file)"
 

@@ -26,14 +26,14 @@ import h5py
 import numpy as np
 import torch
 
+from capcore.atomic import atomic_path, write_text
+from capcore.device import pick_device
+from capcore.errors import CapawareError, run_cli
 from captioners.data import CaptionDataset
 from captioners.decoding import METHODS
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
 from captioners.train import generate
-from embedder.atomic import atomic_path, write_text
-from embedder.device import pick_device
-from embedder.errors import CapawareError, run_cli
 
 
 def meta_path(preds: str | Path) -> Path:

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from capcore.checkpoint import load_checkpoint
+from capcore.errors import CapawareError
 from captioners.cores import CORES
 
 
@@ -116,8 +118,6 @@ def build_captioner(args: dict) -> Captioner:
 
 def load_captioner(path, device: torch.device | str = "cpu") -> tuple[Captioner, dict]:
     """A trained captioner from ``best.pt`` (or ``last.pt``), in eval mode, and the checkpoint dict."""
-    from embedder.checkpoint import load_checkpoint
-    from embedder.errors import CapawareError
 
     ckpt = load_checkpoint(path)
     if "model_args" not in ckpt or "model" not in ckpt:

@@ -1,6 +1,6 @@
 """Vocabulary and label file from a Karpathy json: ``python -m captioners.prepro --json FILE --out DIR``.
 
-Written files (DESIGN §3)::
+Written files (docs/design.md)::
 
     DIR/vocab.json  {"ix_to_word": {"1": "a", "2": "on", ..., "V": "UNK"}, "unk": "UNK",
                      "word_count_threshold": 5, "max_length": 16, "source": "/abs/dataset_coco.json"}
@@ -29,9 +29,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from embedder.atomic import atomic_path, write_text
-from embedder.errors import CapawareError, run_cli
-from embedder.readers.karpathy import read_karpathy
+from capcore.atomic import atomic_path, write_text
+from capcore.errors import CapawareError, run_cli
+from capdata.readers.karpathy import read_karpathy
 
 UNK = "UNK"
 LABELS_FORMAT = "capaware-labels-v1"

@@ -13,7 +13,7 @@ uninterrupted one. Outputs, all under ``out_dir``::
     history.json  per validation: epoch, step, CIDEr-D, mean train loss, lr
     config.yaml   the merged config;  tb/  TensorBoard scalars
 
-Under ``torchrun`` (embedder/distributed.py) every process walks the same global batches and trains
+Under ``torchrun`` (capcore/distributed.py) every process walks the same global batches and trains
 on its share of each (``ShardedBatches``) inside DDP; the loss is the sum over the process's words
 divided by the number of words in the whole global batch (times the world size, which DDP's gradient
 average divides out), so a step is the one-process step of the same batch. Rank 0 alone validates and
@@ -33,17 +33,25 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
+from capcore import distributed
+from capcore.atomic import write_text
+from capcore.checkpoint import load_checkpoint, save_checkpoint
+from capcore.config import config_hash
+from capcore.device import autocast, pick_device, pick_precision
+from capcore.errors import CapawareError, run_cli
+from capdata.readers.karpathy import read_karpathy
 from captioners.config import CaptionerConfig, features_path, load_captioner_config
-from captioners.data import CaptionDataset, EpochBatches, ShardedBatches, eval_batches, loader, steps_per_epoch
+from captioners.data import (
+    CaptionDataset,
+    EpochBatches,
+    ShardedBatches,
+    eval_batches,
+    loader,
+    steps_per_epoch,
+)
 from captioners.decoding import decode
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import Labels, decode_sequence, prepro, read_labels, read_vocab
-from embedder import distributed
-from embedder.atomic import write_text
-from embedder.checkpoint import load_checkpoint, save_checkpoint
-from embedder.config import config_hash
-from embedder.device import autocast, pick_device, pick_precision
-from embedder.errors import CapawareError, run_cli
 
 
 class StopRequested(Exception):
@@ -74,7 +82,6 @@ def validation_refs(json_path: str, labels: Labels, dataset: CaptionDataset, voc
     UNK-mapped labels) when the json is there; the labels otherwise."""
     ids = set(int(i) for i in dataset.image_ids)
     if json_path and Path(json_path).is_file():
-        from embedder.readers.karpathy import read_karpathy
 
         rec = read_karpathy(json_path)
         return {int(i): [" ".join(t) for t in caps] for i, caps in zip(rec.image_ids, rec.captions) if int(i) in ids}

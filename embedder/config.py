@@ -10,10 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
-from embedder.errors import CapawareError
+from capcore.config import load_config as load_schema
 
 
 @dataclass
@@ -106,7 +103,7 @@ class TrainConfig:
     # the batch alone; sync uses SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN)
     ckpt_every: int = 50  # steps between checkpoints (and at the end)
     log_every: int = 10
-    stop_after_steps: Optional[int] = None  # testing aid: exit abruptly after this step, like a kill
+    stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
 
 
 @dataclass
@@ -152,31 +149,5 @@ class Stage1Config:
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
-    """Merge a YAML file and ``key=value`` overrides onto ``schema``; errors name key and file."""
-    base = OmegaConf.structured(schema)
-    where = str(path) if path else "<defaults>"
-    try:
-        if path:
-            path = Path(path)
-            if not path.is_file():
-                raise CapawareError(path, "config file not found", "check the path (see configs/)")
-            base = OmegaConf.merge(base, OmegaConf.load(path))
-        if overrides:
-            where = f"{where} + command line"
-            base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or ""
-        msg = str(err).splitlines()[0]
-        raise CapawareError(where, f"bad config key {key!r}: {msg}",
-                            "remove or correct the key; the valid keys are the fields of "
-                            f"{schema.__module__}.{schema.__name__}") from None
-    return base
-
-
-def to_yaml(cfg: Any) -> str:
-    return OmegaConf.to_yaml(cfg)
-
-
-def config_hash(cfg: Any) -> str:
-    import hashlib
-    return hashlib.sha256(OmegaConf.to_yaml(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise)."""
+    return load_schema(path, overrides, schema=schema)

@@ -15,9 +15,9 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from embedder.errors import CapawareError
-from embedder.images import load_rgb
-from embedder.records import select
+from capcore.errors import CapawareError
+from capdata.images import load_rgb
+from capdata.records import select
 
 IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
@@ -36,7 +36,7 @@ def ensure_synthetic(data) -> None:
     root = Path(data.root)
     if root.exists() or data.synthetic is None:
         return
-    from embedder import synthetic
+    from capdata import synthetic
 
     gen = {"pose": synthetic.generate_poses, "layout": synthetic.generate_rooms,
            "caption": synthetic.generate_captions}[data.track]
@@ -57,19 +57,19 @@ def read_records(data):
     root = Path(data.root)
     annotation = root / (data.annotation or DEFAULT_ANNOTATION[data.format])
     if data.format == "pose_json":
-        from embedder.readers.pose_json import read_pose_json
+        from capdata.readers.pose_json import read_pose_json
         return read_pose_json(annotation)
     if data.format == "mpii":
-        from embedder.readers.mpii import read_mpii
+        from capdata.readers.mpii import read_mpii
         return read_mpii(annotation, Path(data.image_root) if data.image_root else root / "images",
                          split_file=root / data.split_file if data.split_file else None)
     if data.format == "mpii_json":  # annotation: the folder holding train.json / valid.json
-        from embedder.readers.mpii_json import read_mpii_json
+        from capdata.readers.mpii_json import read_mpii_json
         return read_mpii_json(annotation, Path(data.image_root) if data.image_root else root / "images")
     if data.format == "lsun":
-        from embedder.readers.lsun import read_lsun
+        from capdata.readers.lsun import read_lsun
         return read_lsun(root, layout_type=data.layout_type, labels=data.layout_labels)
-    from embedder.readers.karpathy import read_karpathy
+    from capdata.readers.karpathy import read_karpathy
     return read_karpathy(annotation, Path(data.image_root) if data.image_root else None)
 
 

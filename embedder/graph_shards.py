@@ -10,7 +10,7 @@ over all N items), so N machines can each compute a contiguous range of rows wit
 ``<out_dir>/labels.shards/shard_I_of_N.h5`` (written atomically; a rerun skips a finished one; a
 caption shard also resumes its chunks in ``<out_dir>/labels.chunks`` like a study does). ``merge``
 checks every shard against this config's label space and writes ``<out_dir>/labels.h5`` with the
-attrs ``embedder.study.load_or_build_graph`` expects, so the study reuses it instead of building.
+attrs ``embedder.track.load_or_build_graph`` expects, so the study reuses it instead of building.
 ``space`` only builds the label space (training and caching Word2Vec vectors in ``out_dir``), so
 one machine can make the vectors and the others copy them (see notes/graph_shards.md).
 """
@@ -26,10 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from capcore.errors import CapawareError, run_cli
 from embedder.config import load_config
-from embedder.errors import CapawareError, run_cli
+from embedder.data import read_records
 from embedder.labels.graph import read_graph, write_graph
 from embedder.spaces import build_graph, make_spaces
+from embedder.track import split_indices
 
 SHARD_DIR = "labels.shards"
 SHARD_KEYS = ("shard", "n_shards", "row_lo", "row_hi", "labels_probe")  # per-shard attrs, dropped on merge
@@ -53,10 +55,7 @@ def shard_path(out_dir: str | Path, i: int, n_shards: int) -> Path:
 
 
 def train_space(cfg):
-    """The training label space exactly as ``embedder.study.prepare_track`` builds it."""
-    from embedder.data import read_records
-    from embedder.study import split_indices
-
+    """The training label space exactly as ``embedder.track.prepare_track`` builds it."""
     records = read_records(cfg.data)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -64,7 +63,7 @@ def train_space(cfg):
 
 
 def graph_identity(space, m: int) -> dict:
-    """The attrs ``embedder.study.load_or_build_graph`` compares before it reuses ``labels.h5``."""
+    """The attrs ``embedder.track.load_or_build_graph`` compares before it reuses ``labels.h5``."""
     return {"label_space": space.name, "m": m, "params": json.dumps(space.params(), sort_keys=True),
             "n_items": len(space)}
 

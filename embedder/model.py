@@ -13,8 +13,8 @@ import torch
 import torchvision
 from torch import nn
 
-from embedder.checkpoint import load_checkpoint
-from embedder.errors import CapawareError
+from capcore.checkpoint import load_checkpoint
+from capcore.errors import CapawareError
 
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")

@@ -2,7 +2,7 @@
 
 Generates the embedded default (and the class-pretraining set, ``pretrain.data``) when the config
 names one and its folder is missing, reads the whole dataset once with the real reader, then opens
-every file the records point at (``embedder.check_data``: each image decodes; layout track: each
+every file the records point at (``capdata.check_data``: each image decodes; layout track: each
 layout map reads and fits its image), so a malformed annotation, a missing or truncated image or a
 misfit map stops the pipeline here, in one line naming the file and the record, before any training
 starts. Prints the image count per split of each set checked.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from embedder.check_data import check_records
+from capcore.errors import CapawareError, run_cli
+from capdata.check_data import check_records
 from embedder.config import load_config
 from embedder.data import read_records
-from embedder.errors import CapawareError, run_cli
 
 
 def main(argv: list[str] | None = None) -> None:

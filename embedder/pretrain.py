@@ -22,14 +22,15 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from embedder.atomic import write_text
-from embedder.checkpoint import load_checkpoint, save_checkpoint
-from embedder.config import config_hash, load_config
+from capcore.atomic import write_text
+from capcore.checkpoint import load_checkpoint, save_checkpoint
+from capcore.config import config_hash
+from capcore.device import autocast, pick_device, pick_precision
+from capcore.errors import CapawareError, run_cli
+from capcore.optim import adam
+from embedder.config import load_config
 from embedder.data import ImageBank, normalise, read_records, split_records
-from embedder.device import autocast, pick_device, pick_precision
-from embedder.errors import CapawareError, run_cli
 from embedder.model import Embedder, build_model
-from embedder.optim import adam
 
 
 def image_tags(records) -> list[list[str]]:

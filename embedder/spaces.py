@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path
+from capcore.errors import CapawareError
+from capdata.records import select
 from embedder.labels.graph import NeighbourGraph, build_graph_bruteforce
-from embedder.records import select
 
 SPACES = ("wmd", "tfidf")
 
@@ -45,7 +46,6 @@ def word_vectors(cfg, train_records, cache: Path):
         return load_vectors(cache, fmt="kv")
     kv = train_word2vec((tokenize(s) for caps in train_records.captions for s in caps),
                         dim=c.w2v_dim, seed=cfg.seed, epochs=c.w2v_epochs)
-    from embedder.atomic import atomic_path
 
     with atomic_path(cache) as tmp:
         kv.save(str(tmp))

@@ -1,7 +1,7 @@
 """A retrieval study: ``python -m embedder.study --config configs/demo_pose.yaml``.
 
 Trains every method of the config, embeds the query and database splits, and writes one retrieval
-file per row (Oracle, Untrained, each method) that ``eval.retrieval_report`` turns into tables and
+file per row (Oracle, Untrained, each method) that ``embedder.retrieval_report`` turns into tables and
 plots. Each step skips what is already on disk, so a rerun after a kill continues.
 """
 from __future__ import annotations
@@ -10,80 +10,32 @@ import argparse
 import json
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from embedder import distributed
-from embedder.atomic import atomic_path, write_text
-from embedder.checkpoint import file_sha256, load_checkpoint
-from embedder.config import load_config, to_yaml
+from capcore import distributed
+from capcore.atomic import atomic_path, write_text
+from capcore.checkpoint import file_sha256, load_checkpoint
+from capcore.config import to_yaml
+from capcore.device import pick_device
+from capcore.errors import run_cli
+from embedder.config import load_config
 from embedder.data import ImageBank, read_records, split_records
-from embedder.device import pick_device
-from embedder.errors import CapawareError, run_cli
-from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
 from embedder.model import build_model
-from embedder.records import select
-from embedder.spaces import build_graph, make_spaces
+from embedder.pretrain import (
+    Views,
+    category_targets,
+    format_accuracy,
+    pretrain,
+    report_accuracy,
+)
+from embedder.retrieval import oracle_ranking, retrieve
+from embedder.retrieval_grid import write_grids
+from embedder.retrieval_report import write_report
+from embedder.track import Track, load_or_build_graph, prepare_track
 from embedder.train import slug, train_method
-from eval.retrieval import oracle_ranking, retrieve
-
-
-@dataclass
-class Track:
-    train_bank: ImageBank
-    train_space: object
-    graph: NeighbourGraph
-    query_idx: np.ndarray  # rows of ``eval_records`` that are queries
-    db_idx: np.ndarray  # rows of ``eval_records`` that form the database
-    eval_records: object
-    eval_space: object
-
-
-def load_or_build_graph(path: Path, space, cfg, m: int) -> NeighbourGraph:
-    """Reuse ``path`` when it was built from the same label space and item count; else build it."""
-    expected = {"label_space": space.name, "m": m, "params": json.dumps(space.params(), sort_keys=True),
-                "n_items": len(space)}
-    if path.is_file():
-        graph = read_graph(path)
-        if all(graph.attrs.get(k) == v for k, v in expected.items()):
-            return graph
-    graph = build_graph(space, cfg, m, path.with_suffix(".chunks"))
-    write_graph(path, graph.nn_idx, graph.nn_dist, {**graph.attrs, **expected})
-    return read_graph(path)
-
-
-TRAIN_SPLITS = {"caption": ("train", "restval")}  # Karpathy: restval joins training, as is standard
-
-
-def split_indices(cfg, records) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``records`` that train, and rows that evaluate (queries and database)."""
-    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
-    if len(train_idx) == 0:
-        raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
-    eval_idx = np.flatnonzero(np.isin(records.splits, [cfg.eval.query_split, cfg.eval.db_split]))
-    return train_idx, eval_idx
-
-
-def prepare_track(cfg) -> Track:
-    records = read_records(cfg.data)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    train_idx, eval_idx = split_indices(cfg, records)
-    e = cfg.eval
-    train_space, eval_space = make_spaces(cfg, records, train_idx, eval_idx, out)
-    graph = load_or_build_graph(out / "labels.h5", train_space, cfg, cfg.graph.m)
-    train = select(records, train_idx)
-    bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
-
-    eval_records = select(records, eval_idx)
-    q = np.flatnonzero(eval_records.splits == e.query_split)
-    if e.n_queries is not None and e.n_queries < len(q):
-        q = np.sort(np.random.default_rng(cfg.seed).choice(q, e.n_queries, replace=False))
-    db = np.flatnonzero(eval_records.splits == e.db_split)
-    return Track(bank, train_space, graph, q, db, eval_records, eval_space)
 
 
 def embed(model, bank: ImageBank, index: np.ndarray, device, batch_size: int = 128,
@@ -172,8 +124,6 @@ def resolve_init(cfg, track: Track, progress: bool):
     """``model.init: class-pretrained`` -> train (once) the category classifier and point init at it."""
     if cfg.model.init != "class-pretrained":
         return cfg
-    from embedder.pretrain import Views, category_targets, format_accuracy, pretrain, report_accuracy
-
     bank = pretraining_bank(cfg) if cfg.pretrain.data is not None else track.train_bank
     _, names = category_targets(bank.records)
     path = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop), progress)
@@ -255,9 +205,6 @@ def main(argv: list[str] | None = None) -> None:
     ret_dir = run_study(cfg)
     if not distributed.is_main():
         return
-    from eval.retrieval_grid import write_grids
-    from eval.retrieval_report import write_report
-
     results = Path(args.results or Path(cfg.run_dir) / "results") / cfg.name
     command = shlex.join(["python", "-m", "embedder.study", *(argv if argv is not None else sys.argv[1:])])
     print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))

@@ -5,7 +5,7 @@ batch -> mined triplets -> loss -> SGD. Checkpoints are atomic and carry the sam
 states, so a killed run resumes to the same weights as an uninterrupted one. With ``train.freeze`` the
 trunk's first stages keep their weights and their maps are computed once, so a step runs only the rest.
 
-Under ``torchrun`` (embedder/distributed.py) every process draws the same global batch; process r
+Under ``torchrun`` (capcore/distributed.py) every process draws the same global batch; process r
 embeds its share of the batch's images and computes the label distances of its share of the anchors;
 embeddings (differentiably) and label distances are all-gathered, and every process evaluates the
 loss of the whole global batch. Each process's share of the gradient then arrives world-size times
@@ -26,20 +26,22 @@ import torch
 from torch.nn.utils import get_total_norm
 from tqdm import tqdm
 
-from embedder import distributed
-from embedder.checkpoint import load_checkpoint, save_checkpoint
-from embedder.config import config_hash, load_config
+from capcore import distributed
+from capcore.checkpoint import load_checkpoint, save_checkpoint
+from capcore.config import config_hash
+from capcore.device import autocast, pick_device, pick_precision
+from capcore.errors import CapawareError, run_cli
+from capcore.optim import adam
+from embedder.config import load_config
 from embedder.data import normalise
-from embedder.device import autocast, pick_device, pick_precision
-from embedder.errors import CapawareError, run_cli
 from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
 from embedder.losses.triplet import triplet_loss
-from embedder.optim import adam
 from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
+from embedder.track import prepare_track
 
 LOSSES = ("log_ratio", "triplet", "margin")
 MININGS = ("dense", "binary")
@@ -311,8 +313,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         if step % t.ckpt_every == 0 or step == total:
             checkpoint(ckpt_path, done=step == total)
         if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
-            checkpoint(ckpt_path, done=False)
-            writer.close()
+            writer.close()  # no checkpoint: the steps since the last one are lost, as in a kill, and replayed
             distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
             os._exit(3)  # simulate a kill: no cleanup, no final file
     bar.close()
@@ -330,8 +331,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
-    from embedder.study import prepare_track
-
     distributed.init(pick_device(cfg.device))
     with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
         track = prepare_track(cfg)

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 from PIL import Image
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
 
 
 def read_attention(path: str | Path) -> dict:

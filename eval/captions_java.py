@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 CORENLP_ZIP = "https://nlp.stanford.edu/software/stanford-corenlp-full-2015-12-09.zip"

@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from capcore.errors import CapawareError
 from eval import captions_java as jv
 
 
@@ -87,7 +88,6 @@ def check_torch() -> list[Check]:
 
 def check_weights(arch: str) -> Check:
     try:
-        from embedder.errors import CapawareError
         from embedder.model import imagenet_weight_file
 
         try:

@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 from torch.utils.data import Dataset
 
+from capcore.atomic import write_text
+from capcore.device import pick_device
+from capcore.errors import CapawareError, run_cli
 from captioners.data import CaptionDataset
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
 from captioners.train import cider_d, generate, validation_refs
-from embedder.atomic import write_text
-from embedder.device import pick_device
-from embedder.errors import CapawareError, run_cli
 
 CONDITIONS = ("real", "shuffled", "zeros")
 

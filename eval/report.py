@@ -27,17 +27,19 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
+from embedder.retrieval_report import BOUNDS, TABLE_K, plot_curves
+from eval.report_captions import section_attention, section_examples, section_table1
 from eval.report_html import Cell, Section, anchor, code, esc, figure, page, table
 from eval.report_inputs import (
     TRACKS,
     Study,
+    load_captioning,
     load_embeddings,
     load_studies,
     pose_labels,
     shown,
 )
-from eval.retrieval_report import BOUNDS, TABLE_K, plot_curves
 
 MARKER = ".capaware-report"  # marks a folder this module wrote, so --out never replaces anything else
 STAGE1 = "scripts/stage1_embedder.sh CONFIG (python -m embedder.study --config CONFIG --results RUN/results)"
@@ -132,7 +134,7 @@ def retrieval_table(study: Study) -> str:
 def study_source(ctx: Context, study: Study) -> str:
     where = f"; study folder {code(ctx.shown(study.run_dir))} (its config.yaml)" if study.run_dir else ""
     return (f"From {code(ctx.shown(study.results_dir / 'retrieval.json'))}, written by "
-            f"{code('python -m embedder.study')} (eval.retrieval_report.write_report){where}.")
+            f"{code('python -m embedder.study')} (embedder.retrieval_report.write_report){where}.")
 
 
 def section_retrieval_tables(ctx: Context, studies: list[Study]) -> Section:
@@ -172,7 +174,7 @@ def section_curves(ctx: Context, studies: list[Study]) -> Section:
     main = main_studies(sec, studies)
     for study in main:
         src, rel = study.results_dir / "curves.png", f"img/{anchor(study.name)}/curves.png"
-        how = f"{code(ctx.shown(src))} (eval.retrieval_report.plot_curves)"
+        how = f"{code(ctx.shown(src))} (embedder.retrieval_report.plot_curves)"
         if not (src.is_file() and ctx.copy(src, rel)):
             plot_curves(study.rows, ctx.target(rel), study.title)
             how = f"re-plotted by eval.report from retrieval.json ({code(ctx.shown(src))} was missing)"
@@ -196,14 +198,14 @@ def section_grids(ctx: Context, studies: list[Study]) -> Section:
         sec.add(f"<h3>{esc(study.title)}</h3>")
         if not grids:
             sec.note_missing(f"retrieval grids of {study.name} ({ctx.shown(study.results_dir)}/grid_query*.png)",
-                             "python -m embedder.study (eval.retrieval_grid.write_grids), or python -m "
-                             f"eval.retrieval_grid STUDY_FOLDER/retrieval --out {ctx.shown(study.results_dir)}")
+                             "python -m embedder.study (embedder.retrieval_grid.write_grids), or python -m "
+                             f"embedder.retrieval_grid STUDY_FOLDER/retrieval --out {ctx.shown(study.results_dir)}")
         for path in grids:
             ctx.add_image(sec, path, f"img/{anchor(study.name)}/{path.name}", path.stem,
                           f"Query {_query_number(path)} of {esc(study.title)}: one row per method, the query first, "
                           f"then its top results, each titled with its label distance d to the query. "
-                          f"{code(ctx.shown(path))}, written by eval.retrieval_grid.write_grids "
-                          f"({code('python -m embedder.study')}).", "retrieval grid", "eval.retrieval_grid")
+                          f"{code(ctx.shown(path))}, written by embedder.retrieval_grid.write_grids "
+                          f"({code('python -m embedder.study')}).", "retrieval grid", "embedder.retrieval_grid")
     return sec
 
 
@@ -333,8 +335,6 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
 
 
 def build(ctx: Context) -> list[Section]:
-    from eval.report_captions import section_attention, section_examples, section_table1
-    from eval.report_inputs import load_captioning
 
     studies, problems = load_studies(ctx.run)
     captioning = load_captioning(ctx.run)
@@ -342,7 +342,7 @@ def build(ctx: Context) -> list[Section]:
                 section_grids(ctx, studies), section_sweep(ctx, studies), section_tsne(ctx, studies),
                 section_examples(ctx, captioning), section_attention(ctx, captioning)]
     for problem in problems:
-        sections[1].note_missing(problem, "rerun eval.retrieval_report for that study")
+        sections[1].note_missing(problem, "rerun embedder.retrieval_report for that study")
     return sections
 
 

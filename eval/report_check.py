@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
 
 CHROMIUM_FIX = "apt-get install chromium (Debian/Ubuntu), or set CHROMIUM=/path/to/chrome"
 REMOTE = ("http:", "https:", "//", "ftp:")

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from embedder.records import MPII_JOINTS
+from capdata.records import MPII_JOINTS
 from eval.report_inputs import SWEEP_ROW
 
 

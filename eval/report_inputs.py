@@ -1,6 +1,6 @@
 """What eval.report reads from a pipeline run folder, found from the files themselves.
 
-Retrieval studies: ``RUN/results/<study>/retrieval.json`` (eval.retrieval_report); a row's ``file``
+Retrieval studies: ``RUN/results/<study>/retrieval.json`` (embedder.retrieval_report); a row's ``file``
 names its ``.npz``, whose folder's parent is the study's run folder (config.yaml gives the track and
 whether it is a dimension sweep). Captioners: ``RUN/results/captioning/captioning.json``
 (eval.results_table); a row's ``preds`` lies in its captioner run folder. Paths inside these files
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.retrieval_report import BOUNDS
+from embedder.retrieval_report import BOUNDS
 
 TRACKS = ("pose", "layout", "caption")
 SWEEP_ROW = re.compile(r"(.+) (\d+)-D")
@@ -131,7 +131,7 @@ def load_studies(run: Path) -> tuple[list[Study], list[str]]:
         rows = data.get("rows") if isinstance(data, dict) else None
         if not isinstance(rows, dict) or not rows \
                 or not all(isinstance(r, dict) and r.get("ndcg") for r in rows.values()):
-            problems.append(f"{path}: not a retrieval.json of eval.retrieval_report (no rows with ndcg)")
+            problems.append(f"{path}: not a retrieval.json of embedder.retrieval_report (no rows with ndcg)")
             continue
         npz = next(filter(None, (locate(r.get("file"), run) for r in rows.values())), None)
         run_dir = npz.parent.parent if npz is not None else None
@@ -167,7 +167,7 @@ def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
         return None, f"the pose data folder {data.get('root')!r} of {study.name}'s config.yaml is not there"
     try:
         if data.get("format", "pose_json") == "pose_json":
-            from embedder.readers.pose_json import read_pose_json
+            from capdata.readers.pose_json import read_pose_json
 
             records = read_pose_json(root / (data.get("annotation") or "poses.json"))
         else:

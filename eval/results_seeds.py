@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.atomic import write_text
-from embedder.errors import CapawareError, run_cli
-from eval.results_table import COLUMNS, GROUNDING, MODEL_NAMES
+from capcore.atomic import write_text
+from capcore.errors import CapawareError, run_cli
+from eval.results_table import COLUMNS, GROUNDING
 
 METRICS = [c for c in [*COLUMNS, *GROUNDING] if c != "S"]
 KEY = ("model", "features", "training")

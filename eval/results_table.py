@@ -33,8 +33,8 @@ from pathlib import Path
 
 import h5py
 
-from embedder.atomic import write_text
-from embedder.errors import CapawareError, run_cli
+from capcore.atomic import write_text
+from capcore.errors import CapawareError, run_cli
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.atomic import write_text
-from embedder.errors import CapawareError, run_cli
+from capcore.atomic import write_text
+from capcore.errors import CapawareError, run_cli
 
 REFERENCE = "L(Log-ratio)+M(Dense)"
 BOUNDS = ("Oracle",)

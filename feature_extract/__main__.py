@@ -1,5 +1,5 @@
 """``python -m feature_extract --config CONFIG [--force] [--skip-bad] [key=value ...]``."""
-from embedder.errors import run_cli
+from capcore.errors import run_cli
 from feature_extract.dump import main
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from embedder.checkpoint import file_sha256, load_checkpoint
-from embedder.errors import CapawareError
+from capcore.checkpoint import file_sha256, load_checkpoint
+from capcore.errors import CapawareError
 from embedder.model import ARCHS, Embedder, imagenet_weight_file
 
 

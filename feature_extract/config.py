@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from embedder.config import load_config
-from embedder.errors import CapawareError
+from capcore.config import load_config
+from capcore.errors import CapawareError
 
 
 @dataclass

@@ -30,10 +30,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from capcore.device import pick_device
+from capcore.errors import CapawareError
+from capdata.images import check_images_exist
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD
-from embedder.device import pick_device
-from embedder.errors import CapawareError
-from embedder.images import check_images_exist
 from feature_extract import h5io
 from feature_extract.backbone import label_of, load_backbone
 from feature_extract.config import load_features_config

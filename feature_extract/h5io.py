@@ -1,4 +1,4 @@
-"""The features file ``feats.h5`` (DESIGN §3): creation, resume checks, and reading it in stage three.
+"""The features file ``feats.h5`` (docs/design.md): creation, resume checks, and reading it in stage three.
 
 Layout::
 
@@ -27,8 +27,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from embedder.atomic import atomic_path
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path
+from capcore.errors import CapawareError
 from feature_extract.backbone import label_of
 
 FORMAT = "capaware-features/1"

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from embedder.errors import CapawareError
-from embedder.images import load_rgb
+from capcore.errors import CapawareError
+from capdata.images import load_rgb
+from capdata.readers.karpathy import read_karpathy
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
@@ -41,7 +42,6 @@ class ImageList:
 def list_images(cfg) -> ImageList:
     """The ``images`` config section as an ordered list of files with integer ids."""
     if cfg.karpathy:
-        from embedder.readers.karpathy import read_karpathy
 
         records = read_karpathy(cfg.karpathy, cfg.image_root or None)
         keep = np.isin(records.splits, list(cfg.splits)) if cfg.splits else np.ones(len(records), bool)

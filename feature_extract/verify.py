@@ -21,7 +21,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
+from capdata.readers.karpathy import read_karpathy
 from feature_extract.backbone import label_of
 from feature_extract.h5io import _first, check_structure, missing_note, read_attrs
 
@@ -37,7 +38,6 @@ def scan_finite(dset: h5py.Dataset, block: int = 256) -> list[int]:
 
 
 def expected_ids(json_path: str, image_root: str | None, splits: list[str]) -> np.ndarray:
-    from embedder.readers.karpathy import read_karpathy
 
     records = read_karpathy(json_path, image_root)
     keep = np.isin(records.splits, splits) if splits else np.ones(len(records), bool)

@@ -31,10 +31,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from capcore.atomic import atomic_path
+from capcore.checkpoint import file_sha256
+from capcore.errors import CapawareError
 from captioners.prepro import Labels, read_labels
-from embedder.atomic import atomic_path
-from embedder.checkpoint import file_sha256
-from embedder.errors import CapawareError
 
 N = 4  # n-gram orders 1..N
 SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)

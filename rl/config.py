@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from capcore.config import load_config
+from capcore.device import PRECISIONS
+from capcore.errors import CapawareError
 from captioners.config import CapDataConfig, CapValConfig
-from embedder.config import load_config
-from embedder.device import PRECISIONS
-from embedder.errors import CapawareError
 
 
 @dataclass

@@ -26,18 +26,25 @@ from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from capcore import distributed
+from capcore.atomic import write_text
+from capcore.checkpoint import file_sha256, load_checkpoint, save_checkpoint
+from capcore.config import config_hash
+from capcore.device import autocast, pick_device, pick_precision
+from capcore.errors import CapawareError, run_cli
 from captioners.config import features_path
 from captioners.data import CaptionDataset, EpochBatches, loader, steps_per_epoch
+from captioners.discriminative import discriminativeness
 from captioners.model import build_captioner, xe_loss
 from captioners.prepro import decode_sequence, read_labels, read_vocab
-from captioners.train import StopRequested, cider_d, ensure_prepro, generate, lr_at, validation_refs
-from embedder import distributed
-from embedder.atomic import write_text
-from embedder.checkpoint import file_sha256, load_checkpoint, save_checkpoint
-from embedder.config import config_hash
-from embedder.device import autocast, pick_device, pick_precision
-from embedder.errors import CapawareError, run_cli
-from eval.captions_discriminative import discriminativeness
+from captioners.train import (
+    StopRequested,
+    cider_d,
+    ensure_prepro,
+    generate,
+    lr_at,
+    validation_refs,
+)
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss

@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from embedder.errors import CapawareError, run_cli  # noqa: E402
+from capcore.errors import CapawareError, run_cli  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
 PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")

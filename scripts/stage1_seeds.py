@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from embedder.atomic import write_text  # noqa: E402
-from embedder.errors import CapawareError, run_cli  # noqa: E402
+from capcore.atomic import write_text  # noqa: E402
+from capcore.errors import CapawareError, run_cli  # noqa: E402
 from eval.retrieval_seeds import REFERENCE  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 

@@ -16,7 +16,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # A bad config or override stops here with one line (a command substitution keeps python's exit status).
 vals=$(python - "$config" "$@" <<'PY'
 import sys
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 from rl.config import load_scst_config
 try:
     c = load_scst_config(sys.argv[1], sys.argv[2:])

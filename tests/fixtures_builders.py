@@ -14,7 +14,7 @@ import numpy as np
 import scipy.io
 from PIL import Image
 
-from embedder.records import MPII_JOINTS
+from capdata.records import MPII_JOINTS
 
 # --------------------------------------------------------------------------------------- images
 
@@ -285,7 +285,7 @@ LSUN_H, LSUN_W = 30, 40
 SURFACE_IDS = {"front": 1, "left": 2, "right": 3, "floor": 4, "ceiling": 5}
 # layout type -> (corners, 0-based (x, y) in a 40x30 image; surfaces as polygons drawn in this order).
 # Drawn by hand from each type's picture (which corner is where), independently of
-# embedder.readers.lsun_types: a test that converts these maps checks that module against them.
+# capdata.readers.lsun_types: a test that converts these maps checks that module against them.
 ROOMS = {
     0: ([(12, 9), (0, 2), (12, 21), (0, 28), (28, 21), (39, 28), (28, 9), (39, 2)],
         [("ceiling", [(0, 0), (39, 0), (39, 2), (28, 9), (12, 9), (0, 2)]),
@@ -378,7 +378,7 @@ def write_lsun(folder: str | Path, write_images: bool = True, types: dict | None
 
 
 def write_layout_png(path: str | Path, ids: np.ndarray) -> Path:
-    """A layout map PNG in our ids (uint8 grey), as DESIGN §3 stores them."""
+    """A layout map PNG in our ids (uint8 grey), as docs/design.md describes them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(np.asarray(ids, dtype=np.uint8)).save(path)

@@ -9,15 +9,32 @@ import h5py
 import numpy as np
 import pytest
 
-from embedder.errors import CapawareError
-from embedder.labels.caption_graph import (CaptionSpace, _Searcher, build_caption_graph,
-                                           build_caption_graph_bruteforce)
+from capcore.errors import CapawareError
+from capdata.records import CaptionRecords
+from embedder.labels.caption_graph import (
+    CaptionSpace,
+    _Searcher,
+    build_caption_graph,
+    build_caption_graph_bruteforce,
+)
 from embedder.labels.graph import read_graph
 from embedder.labels.tfidf import TfidfSpace
-from embedder.labels.wmd import (EMPTY_WMD, caption_set_distance, pair_lower_bounds, prepare_captions, rwmd,
-                                 wcd, wmd, wmd_tokens)
-from embedder.labels.wordvecs import caption_words, load_vectors, tokenize, train_word2vec
-from embedder.records import CaptionRecords
+from embedder.labels.wmd import (
+    EMPTY_WMD,
+    caption_set_distance,
+    pair_lower_bounds,
+    prepare_captions,
+    rwmd,
+    wcd,
+    wmd,
+    wmd_tokens,
+)
+from embedder.labels.wordvecs import (
+    caption_words,
+    load_vectors,
+    tokenize,
+    train_word2vec,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ["circle", "disc", "square", "box", "triangle", "star", "heart"]

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
 from eval import captions_java as jv
-from eval.captions import load_preds, load_refs, main, score_captions
+from eval.caption_refs import load_preds, load_refs
+from eval.captions import main, score_captions
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_java = pytest.mark.skipif(jv.java_info() is None, reason="no Java runtime")

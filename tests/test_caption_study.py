@@ -1,14 +1,15 @@
 """The caption track end to end on a tiny shapes-captions set: spaces, graph, class-pretrained init."""
 import json
+
 import numpy as np
 import pytest
 
 from embedder.config import load_config
 from embedder.data import read_records
 from embedder.labels.graph import read_graph
+from embedder.retrieval_report import load_rows
 from embedder.spaces import make_spaces
 from embedder.study import run_study
-from eval.retrieval_report import load_rows
 
 
 def tiny_cfg(tmp, *extra):
@@ -53,7 +54,7 @@ def test_label_space_is_one_config_key(tmp_path):
 
 
 def test_unknown_caption_space_is_refused(tmp_path):
-    from embedder.errors import CapawareError
+    from capcore.errors import CapawareError
 
     cfg = tiny_cfg(tmp_path, "captions.space=bleu")
     records = read_records(cfg.data)

@@ -13,20 +13,38 @@ import numpy as np
 import pytest
 import torch
 
-from captioners.data import CaptionDataset, EpochBatches, collate, loader, read_feats_info
-from captioners.decoding import beam_search, decode, greedy, sample_loop, sequence_logprob
+from capcore.errors import CapawareError
+from captioners.data import (
+    CaptionDataset,
+    EpochBatches,
+    collate,
+    loader,
+    read_feats_info,
+)
+from captioners.decoding import (
+    beam_search,
+    decode,
+    greedy,
+    sample_loop,
+    sequence_logprob,
+)
 from captioners.model import Captioner, Encoded, caption_mask, xe_loss
-from captioners.prepro import UNK, build_vocab, decode_sequence, prepro, read_labels, read_vocab
-from embedder.errors import CapawareError
+from captioners.prepro import (
+    UNK,
+    build_vocab,
+    decode_sequence,
+    prepro,
+    read_labels,
+    read_vocab,
+)
 from tests.fixtures_builders import write_karpathy
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    from embedder.synthetic import generate_captions
+    from capdata.synthetic import generate_captions
 
     root = tmp_path_factory.mktemp("capsynth")
     json_path = generate_captions(root / "data", n_train=12, n_test=4, seed=0, size=32)
@@ -35,7 +53,7 @@ def synth(tmp_path_factory):
 
 
 def write_feats(path, image_ids, regions=4, dim=8, seed=0, complete=True, dtype=np.float16):
-    """A synthetic feats.h5 (DESIGN §3); fc[:, 0] carries the image id so a test can check the join."""
+    """A synthetic feats.h5 (docs/design.md); fc[:, 0] carries the image id so a test can check the join."""
     rng = np.random.default_rng(seed)
     ids = np.asarray(image_ids, dtype=np.int64)
     att = rng.standard_normal((len(ids), regions, dim)).astype(dtype)
@@ -52,7 +70,7 @@ def write_feats(path, image_ids, regions=4, dim=8, seed=0, complete=True, dtype=
 def tiny_caption_set(root: Path) -> tuple[Path, Path]:
     """16 synthetic training images + 4 test, prepro'd (threshold 1) into root/prep, and a 2 x 2 x 8
     feats.h5 (``att_grid`` set) holding every image: what the captioner, SCST and DDP tests start from."""
-    from embedder.synthetic import generate_captions
+    from capdata.synthetic import generate_captions
 
     json_path = generate_captions(root / "data", n_train=16, n_test=4, seed=0, size=32)
     prepro(json_path, root / "prep", threshold=1, max_length=16)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+from capcore.errors import CapawareError
 from captioners.config import load_captioner_config
 from captioners.prepro import read_labels
 from captioners.train import StopRequested, train
-from embedder.errors import CapawareError
 from tests.test_captioners import tiny_caption_set
 
 ROOT = Path(__file__).resolve().parents[1]

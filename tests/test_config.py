@@ -1,7 +1,8 @@
 import pytest
 
-from embedder.config import config_hash, load_config
-from embedder.errors import CapawareError
+from capcore.config import config_hash
+from capcore.errors import CapawareError
+from embedder.config import load_config
 
 
 def test_unknown_key_names_key_and_file(tmp_path):

@@ -11,11 +11,11 @@ import pytest
 import scipy.io
 
 import tests.fixtures_builders as fb
-from embedder.check_data import check_records, find_problems, image_size
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
+from capdata.check_data import check_records, find_problems, image_size
+from capdata.readers.karpathy import read_karpathy
+from capdata.readers.lsun import read_lsun
 from embedder.prepare import main as prepare_main
-from embedder.readers.karpathy import read_karpathy
-from embedder.readers.lsun import read_lsun
 
 
 def write_config(folder: Path, data: dict) -> Path:

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 from feature_extract.config import load_features_config
 from feature_extract.dump import Extractor, resolve_precision
 

@@ -17,13 +17,14 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from embedder.checkpoint import file_sha256, save_checkpoint
-from embedder.errors import CapawareError, run_cli
+from capcore.checkpoint import file_sha256, save_checkpoint
+from capcore.errors import CapawareError, run_cli
 from embedder.model import Embedder
 from feature_extract import dump as dump_mod
 from feature_extract.config import load_features_config
-from feature_extract.h5io import open_features, feature_label
-from feature_extract.verify import main as verify_main, verify
+from feature_extract.h5io import feature_label, open_features
+from feature_extract.verify import main as verify_main
+from feature_extract.verify import verify
 
 ROOT = Path(__file__).resolve().parents[1]
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
@@ -361,7 +362,7 @@ def test_verify_cli_names_what_is_missing_in_one_line_never_a_traceback(world, t
               "not_hdf5": "not a readable HDF5 file", "absent": "file not found"}
     paths = {**damaged, "not_hdf5": not_hdf5, "absent": tmp_path / "absent.h5"}
     # one process checks every file (each python -m pays the torch import): the CLI's own code path
-    script = ("import sys\nfrom embedder.errors import run_cli\nfrom feature_extract.verify import main\n"
+    script = ("import sys\nfrom capcore.errors import run_cli\nfrom feature_extract.verify import main\n"
               "for path in sys.argv[1:]:\n"
               "    try:\n        run_cli(lambda: main([path]))\n"
               "    except SystemExit as e:\n        print(f'exit {e.code}', file=sys.stderr, flush=True)\n")

@@ -2,7 +2,7 @@ import h5py
 import numpy as np
 import pytest
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 from embedder.labels.graph import build_graph_bruteforce, read_graph, write_graph
 
 

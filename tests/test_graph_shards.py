@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import embedder.graph_shards as gs
+from capcore.errors import CapawareError, run_cli
 from embedder import study
 from embedder.config import load_config
-from embedder.errors import CapawareError, run_cli
 from embedder.labels.graph import read_graph
 from embedder.spaces import build_graph
 

@@ -12,10 +12,10 @@ import h5py
 import numpy as np
 import pytest
 
+from capcore.errors import CapawareError
 from captioners.config import load_captioner_config
 from captioners.prepro import prepro
 from captioners.train import train
-from embedder.errors import CapawareError
 from eval.grounding import derangement, grounding
 from eval.grounding import main as grounding_main
 

@@ -1,9 +1,9 @@
 """Label distances against slow, obvious per-pair computations."""
 import numpy as np
 
+from capdata.records import PoseRecords
 from embedder.labels.layout import layout_distance, one_hot
 from embedder.labels.pose import joints_in_frame, pose_distance
-from embedder.records import PoseRecords
 
 
 def test_pose_distance_matches_per_pair_loop():

@@ -6,7 +6,12 @@ import math
 import pytest
 import torch
 
-from embedder.losses import MarginLoss, log_ratio_loss, log_ratio_loss_per_triplet, triplet_loss
+from embedder.losses import (
+    MarginLoss,
+    log_ratio_loss,
+    log_ratio_loss_per_triplet,
+    triplet_loss,
+)
 from embedder.mining import (
     binary_triplet_mask,
     dense_triplet_mask,

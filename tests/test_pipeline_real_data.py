@@ -10,12 +10,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import fixtures_builders as fb
 import numpy as np
 import pytest
 import scipy.io
 import yaml
-
-import fixtures_builders as fb
 from test_pipeline import env
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
+from capdata.readers.karpathy import read_karpathy
+from capdata.records import CaptionRecords
+from capdata.synthetic.shapes_captions import scene_attributes
 from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags
-from embedder.readers.karpathy import read_karpathy
-from embedder.records import CaptionRecords
-from embedder.synthetic.shapes_captions import scene_attributes
 
 
 def records(attributes=None, categories=None) -> CaptionRecords:
@@ -28,7 +28,7 @@ def test_scene_attributes_name_what_the_captions_can_say():
 
 
 def test_synthetic_json_carries_attributes_that_the_reader_returns(tmp_path):
-    from embedder.synthetic import generate_captions
+    from capdata.synthetic import generate_captions
 
     path = generate_captions(tmp_path, n_train=4, n_test=2, seed=0, size=32)
     rec = read_karpathy(path)

@@ -8,19 +8,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import fixtures_builders as fb
 import numpy as np
 import pytest
 import scipy.io
 
-import fixtures_builders as fb
-from embedder.errors import CapawareError
-from embedder.images import check_images_exist, load_rgb
-from embedder.readers import (
-    LSUN_TO_OURS, load_layout_map, read_karpathy, read_lsun, read_mpii, read_mpii_json, read_pose_json,
+from capcore.errors import CapawareError
+from capdata.images import check_images_exist, load_rgb
+from capdata.readers import (
+    LSUN_TO_OURS,
+    load_layout_map,
+    read_karpathy,
+    read_lsun,
+    read_mpii,
+    read_mpii_json,
+    read_pose_json,
 )
-from embedder.readers.lsun import record_layout_map
-from embedder.readers.lsun_types import corner_count, is_region_numbering
-from embedder.records import LAYOUT_SURFACES, select
+from capdata.readers.lsun import record_layout_map
+from capdata.readers.lsun_types import corner_count, is_region_numbering
+from capdata.records import LAYOUT_SURFACES, select
 
 
 def raises_naming(path: Path, *words: str):

@@ -8,7 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from readme_results import main  # noqa: E402
 
-from embedder.errors import CapawareError  # noqa: E402
+from capcore.errors import CapawareError  # noqa: E402
 
 
 def test_blocks_are_replaced_by_the_files_and_nothing_else_changes(tmp_path):

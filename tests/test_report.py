@@ -1,7 +1,7 @@
 """eval.report + eval.report_check on a small but real run folder.
 
 The folder is written by the stages' own writers (embedder.study.write_retrieval/write_items,
-eval.retrieval_report.write_report, eval.retrieval_grid.write_grids, eval.results_table.write_table,
+embedder.retrieval_report.write_report, embedder.retrieval_grid.write_grids, eval.results_table.write_table,
 eval.attention_maps.plot_attention) and then moved, so every path recorded inside it is stale and the
 report has to find its inputs from the folder itself. Some inputs are left out on purpose (the
 caption track, the layout study's grids and curves.png, one captioner's attention maps).
@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from embedder.errors import CapawareError, run_cli
-from embedder.readers.pose_json import read_pose_json
-from embedder.records import MPII_JOINTS, select
+from capcore.errors import CapawareError, run_cli
+from capdata.readers.pose_json import read_pose_json
+from capdata.records import MPII_JOINTS, select
+from embedder.retrieval_grid import write_grids
+from embedder.retrieval_report import write_report
 from embedder.study import write_items, write_retrieval
 from eval import report_check
 from eval.report import main as report_main
 from eval.report_check import check_dom
 from eval.results_table import write_table
-from eval.retrieval_grid import write_grids
-from eval.retrieval_report import write_report
 
 N_TRAIN, N_TEST, K = 24, 6, 10
 TEST_IDS = [101, 102, 103, 104, 105, 106]

@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from embedder.errors import CapawareError, run_cli
+from capcore.errors import CapawareError, run_cli
 from eval.results_table import build_table, main
 
 SPICE_WHY = "Stanford CoreNLP 3.6.0 models not found; copy the jars"

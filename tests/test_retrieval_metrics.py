@@ -6,8 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from eval import retrieval
-from eval.retrieval import mean_label_distance_at_k, ndcg_at_k, oracle_ranking, retrieve
+from embedder import retrieval
+from embedder.retrieval import (
+    mean_label_distance_at_k,
+    ndcg_at_k,
+    oracle_ranking,
+    retrieve,
+)
 
 
 def brute_retrieve(q, x, k, exclude=None):

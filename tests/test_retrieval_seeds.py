@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 from eval.retrieval_seeds import seed_table
 
 

@@ -26,7 +26,7 @@ from rl.cider import (
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
     """Shapes-captions (60 images) -> labels.h5 with a small vocabulary and 16-word captions."""
-    from embedder.synthetic import generate_captions
+    from capdata.synthetic import generate_captions
 
     root = tmp_path_factory.mktemp("rlcider")
     json_path = generate_captions(root / "data", n_train=40, n_test=10, seed=3, size=32)

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from eval.captions_discriminative import discriminativeness, metrics_section, summary_line
+from captioners.discriminative import discriminativeness
+from eval.captions_discriminative import metrics_section, summary_line
 from tests.fixtures_builders import write_karpathy
 
 

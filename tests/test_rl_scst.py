@@ -13,13 +13,19 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from capcore.errors import CapawareError
 from captioners.decoding import greedy, sequence_logprob
 from captioners.model import Captioner
 from captioners.prepro import Labels
-from embedder.errors import CapawareError
 from rl.cider import CiderReward, build_doc_freq
 from rl.config import load_scst_config
-from rl.scst import baseline, greedy_captions, mean_of_others, sample_captions, scst_loss
+from rl.scst import (
+    baseline,
+    greedy_captions,
+    mean_of_others,
+    sample_captions,
+    scst_loss,
+)
 from tests.tensorboard_log import tb_steps
 
 ROOT = Path(__file__).resolve().parents[1]

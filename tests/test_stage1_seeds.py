@@ -1,8 +1,8 @@
 """scripts/stage1_seeds.py: where each seed's study writes, and who is compared with whom."""
 import pytest
 
+from capcore.errors import CapawareError
 from embedder.config import load_config
-from embedder.errors import CapawareError
 from scripts.stage1_seeds import comparison, seed_overrides
 
 

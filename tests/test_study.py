@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from embedder.config import load_config
+from embedder.retrieval_grid import write_grids
+from embedder.retrieval_report import dims_table, load_rows, write_report
 from embedder.study import run_study
-from eval.retrieval_grid import write_grids
-from eval.retrieval_report import dims_table, load_rows, write_report
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,9 @@ def test_study_writes_one_row_per_method_in_config_order(tiny_study):
 
 def test_retrieved_distances_are_the_label_distances_of_the_retrieved_items(tiny_study):
     tmp, ret_dir = tiny_study
+    from capdata.records import select
     from embedder.data import read_records
     from embedder.labels.pose import PoseSpace
-    from embedder.records import select
 
     cfg = load_config(tmp / "run" / "config.yaml")
     records = read_records(cfg.data)
@@ -71,7 +71,7 @@ def test_dims_table_pivots_methods_by_dimension():
 
 
 def test_gap_line_names_the_share_of_the_baseline_to_oracle_gap_each_row_closes():
-    from eval.retrieval_report import gap_closed, markdown_table
+    from embedder.retrieval_report import gap_closed, markdown_table
 
     row = lambda v, order: {"order": order, "ndcg": [v] * 10, "mean_dist": [1.0] * 10, "n_queries": 5}
     rows = {"Oracle": row(1.0, 0), "Img": row(0.8, 1), "A": row(0.86, 2), "B": row(0.78, 3)}

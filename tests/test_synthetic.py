@@ -9,12 +9,17 @@ import pytest
 import scipy.io
 from PIL import Image
 
-from embedder.errors import CapawareError
-from embedder.records import MPII_JOINTS
-from embedder.synthetic import generate_captions, generate_poses, generate_rooms, item_rng
-from embedder.synthetic import poses as P
-from embedder.synthetic import rooms as R
-from embedder.synthetic import shapes_captions as C
+from capcore.errors import CapawareError
+from capdata.records import MPII_JOINTS
+from capdata.synthetic import (
+    generate_captions,
+    generate_poses,
+    generate_rooms,
+    item_rng,
+)
+from capdata.synthetic import poses as P
+from capdata.synthetic import rooms as R
+from capdata.synthetic import shapes_captions as C
 
 N_TRAIN, N_TEST = 16, 4
 GENERATORS = {"poses": generate_poses, "rooms": generate_rooms, "captions": generate_captions}
@@ -82,7 +87,7 @@ def test_bad_arguments_raise_one_line_errors(tmp_path):
 
 
 def test_cli_writes_a_dataset(tmp_path, capsys):
-    from embedder.synthetic.__main__ import main
+    from capdata.synthetic.__main__ import main
 
     main(["poses", "--out", str(tmp_path), "--n-train", "2", "--n-test", "1", "--size", "32"])
     data = json.loads((tmp_path / "poses.json").read_text())
@@ -181,7 +186,7 @@ def test_rooms_in_lsun_release_structure(made):
 
 
 def test_room_readers_accept_the_files(made):
-    from embedder.readers.lsun import load_layout_map, read_lsun
+    from capdata.readers.lsun import load_layout_map, read_lsun
 
     root, _ = made["rooms", "a"]
     records = read_lsun(root, layout_type=5)

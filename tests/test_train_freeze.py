@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
+from capcore.errors import CapawareError
 from embedder.config import load_config
-from embedder.errors import CapawareError
 from embedder.model import Embedder
 
 

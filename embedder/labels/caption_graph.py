@@ -34,12 +34,12 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from embedder.atomic import atomic_path, write_text
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path, write_text
+from capcore.errors import CapawareError
+from capdata.records import CaptionRecords
 from embedder.labels.graph import NeighbourGraph, check_rows, top_m_sorted, write_graph
 from embedder.labels.wmd import EMPTY_WMD, pair_lower_bounds, prepare_captions, wmd
 from embedder.labels.wordvecs import tokenize
-from embedder.records import CaptionRecords
 
 _TOL = 1e-9
 """Slack for float64 bounds vs exact solves (their rounding differs by ~1e-15): pruning stays safe."""

@@ -1,6 +1,6 @@
 """The neighbour-graph file ``labels.h5``: each training item's top-M label neighbours.
 
-Format (DESIGN §3): ``nn_idx [N, M] int32`` and ``nn_dist [N, M] float32`` sorted ascending by
+Format (docs/design.md): ``nn_idx [N, M] int32`` and ``nn_dist [N, M] float32`` sorted ascending by
 (distance, index), self excluded; attrs name the label space and its parameters, plus ``complete``
 written last so a half-written file is never mistaken for a whole one.
 """
@@ -14,10 +14,10 @@ import h5py
 import numpy as np
 from tqdm import tqdm
 
-from embedder.atomic import atomic_path
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path
+from capcore.errors import CapawareError
 from embedder.labels.space import LabelSpace
-from eval.retrieval import oracle_ranking
+from embedder.retrieval import oracle_ranking
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from embedder.records import LAYOUT_SURFACES, LayoutRecords
+from capdata.records import LAYOUT_SURFACES, LayoutRecords
 
 N_SURFACES = len(LAYOUT_SURFACES)
 
@@ -42,7 +42,7 @@ class LayoutSpace:
     name = "layout"
 
     def __init__(self, records: LayoutRecords, input_size: int, progress: bool = True):
-        from embedder.readers.lsun import record_layout_map
+        from capdata.readers.lsun import record_layout_map
 
         maps = [resize_map(record_layout_map(records, i), input_size)
                 for i in tqdm(range(len(records)), desc="layout maps", disable=not progress, leave=False)]

@@ -1,13 +1,13 @@
 """Pose label space: D(y_a, y_b) = sum over joints visible in both of the Euclidean joint distance.
 
-Distances are measured in pixels of the network's input frame (DESIGN §3), so a pose label does not
+Distances are measured in pixels of the network's input frame (docs/design.md), so a pose label does not
 depend on the resolution of the photograph it came from: joints are mapped through the crop box.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from embedder.records import PoseRecords
+from capdata.records import PoseRecords
 
 
 def joints_in_frame(records: PoseRecords, input_size: int) -> np.ndarray:

@@ -18,9 +18,9 @@ from typing import Sequence
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
+from capdata.records import CaptionRecords
 from embedder.labels.wordvecs import stopword_set, tokenize
-from embedder.records import CaptionRecords
 
 TRAIN_SPLITS = ("train", "restval")
 
@@ -32,7 +32,9 @@ class _Stemmer:
         self.enabled = enabled
         self.memo: dict[str, str] = {}
         if enabled:
-            from nltk.stem.snowball import SnowballStemmer  # pure Python: needs no downloaded NLTK data
+            from nltk.stem.snowball import (
+                SnowballStemmer,  # pure Python: needs no downloaded NLTK data
+            )
             self.stemmer = SnowballStemmer("english")
 
     def __call__(self, word: str) -> str:

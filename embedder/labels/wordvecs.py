@@ -21,7 +21,7 @@ import numpy as np
 from gensim.models import KeyedVectors, Word2Vec
 from gensim.parsing.preprocessing import STOPWORDS as GENSIM_STOPWORDS
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 

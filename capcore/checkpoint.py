@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from embedder.atomic import atomic_path
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path
+from capcore.errors import CapawareError
 
 
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:

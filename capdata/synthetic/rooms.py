@@ -1,6 +1,6 @@
 """Box rooms: the embedded stand-in for the LSUN room-layout set, layout type 5.
 
-Conventions of the LSUN release, as found in public code (see ``embedder.readers.lsun`` too):
+Conventions of the LSUN release, as found in public code (see ``capdata.readers.lsun`` too):
 
 * Split files ``training.mat`` / ``validation.mat`` hold a 1xN struct array in a variable named like
   the file, fields in this order: ``image`` (name, no extension), ``scene`` (str), ``type`` (layout
@@ -41,9 +41,16 @@ import scipy.io
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from embedder.errors import CapawareError
-from embedder.synthetic import (SUPERSAMPLE, check_args, downsample, item_rng, save_image, to_uint8,
-                                write_bytes)
+from capcore.errors import CapawareError
+from capdata.synthetic import (
+    SUPERSAMPLE,
+    check_args,
+    downsample,
+    item_rng,
+    save_image,
+    to_uint8,
+    write_bytes,
+)
 
 LSUN_IDS = {"frontal": 1, "left": 2, "right": 3, "floor": 4, "ceiling": 5}
 TYPE5_IDS = (2, 3, 4, 5)

@@ -1,10 +1,10 @@
-"""CLI: ``python -m embedder.synthetic {poses,rooms,captions} --out DIR [--n-train N] [--n-test N] ...``."""
+"""CLI: ``python -m capdata.synthetic {poses,rooms,captions} --out DIR [--n-train N] [--n-test N] ...``."""
 from __future__ import annotations
 
 import argparse
 
-from embedder.errors import run_cli
-from embedder.synthetic import generate_captions, generate_poses, generate_rooms
+from capcore.errors import run_cli
+from capdata.synthetic import generate_captions, generate_poses, generate_rooms
 
 DEFAULT_SIZE = {"poses": 64, "rooms": 64, "captions": 128}
 DEFAULT_TEST = {"poses": 500, "rooms": 500, "captions": None}
@@ -12,7 +12,7 @@ DEFAULT_TEST = {"poses": 500, "rooms": 500, "captions": None}
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m embedder.synthetic",
+        prog="python -m capdata.synthetic",
         description="Write a deterministic synthetic dataset in a real release's file format.")
     parser.add_argument("kind", choices=("poses", "rooms", "captions"),
                         help="poses: MPII-like pose JSON; rooms: LSUN room-layout (type 5); "

@@ -15,7 +15,7 @@ Every caption is true of its scene. An explicit count ("one", "a single", "two",
 equals the number of objects that match all the words given; a size word is used only when every
 object it describes has that size. Plain "a" is an indefinite article and claims nothing about counts.
 
-Written files (Karpathy's format, read by ``embedder.readers.karpathy``)::
+Written files (Karpathy's format, read by ``capdata.readers.karpathy``)::
 
     DIR/dataset_coco.json {"images": [{"filepath": "images", "filename": "000000.png", "imgid": i,
                                        "cocoid": 100000 + i, "split": "train"|"restval"|"val"|"test",
@@ -42,8 +42,17 @@ import numpy as np
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from embedder.synthetic import (SUPERSAMPLE, check_args, downsample, gradient, item_rng, save_image, to_uint8,
-                                value_noise, write_json)
+from capdata.synthetic import (
+    SUPERSAMPLE,
+    check_args,
+    downsample,
+    gradient,
+    item_rng,
+    save_image,
+    to_uint8,
+    value_noise,
+    write_json,
+)
 
 SHAPES = ("circle", "square", "triangle", "star", "cross", "hexagon")
 SHAPE_WORDS = {

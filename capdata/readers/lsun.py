@@ -12,16 +12,16 @@ Two numberings of ``layout`` exist, chosen by ``data.layout_labels``:
 
 * ``surfaces``: the surface-relabelled copy (``LSUN2016_surface_relabel``, recommended by
   leVirve/lsun-room): 1 frontal wall, 2 left wall, 3 right wall, 4 floor, 5 ceiling, mapped by
-  ``LSUN_TO_OURS`` to ``embedder.records.LAYOUT_SURFACES`` (0 ceiling, 1 floor, 2 left, 3 front, 4 right);
+  ``LSUN_TO_OURS`` to ``capdata.records.LAYOUT_SURFACES`` (0 ceiling, 1 floor, 2 left, 3 front, 4 right);
 * ``regions``: the original release: regions 1..K in ``bwconncomp`` order, named from the room type
-  and corners by ``embedder.readers.lsun_types.name_regions``;
+  and corners by ``capdata.readers.lsun_types.name_regions``;
 * ``auto`` (default): per map, the corners name the regions; a map whose ids already are those
   surfaces reads as the relabelled copy, one numbered like ``bwconncomp`` is converted, any other is
   refused. Both readings give the same surfaces wherever both fit, so nothing is guessed.
 
 Every corner count is checked against the type when the split file is read; a map whose size differs
 from ``resolution`` is refused when it is read (the data stage reads every map and also checks it
-against its image: ``embedder.check_data``). Split: training -> "train", validation -> "test" (LSUN's
+against its image: ``capdata.check_data``). Split: training -> "train", validation -> "test" (LSUN's
 test labels were never released).
 """
 from __future__ import annotations
@@ -31,10 +31,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from embedder.errors import CapawareError
-from embedder.readers.lsun_types import LAYOUT_TYPES, SURFACE_IDS, corner_count, is_region_numbering, name_regions
-from embedder.readers.mpii import as_list, load_mat_file, scalar
-from embedder.records import LAYOUT_SURFACES, LayoutRecords
+from capcore.errors import CapawareError
+from capdata.readers.lsun_types import (
+    LAYOUT_TYPES,
+    SURFACE_IDS,
+    corner_count,
+    is_region_numbering,
+    name_regions,
+)
+from capdata.readers.mpii import as_list, load_mat_file, scalar
+from capdata.records import LAYOUT_SURFACES, LayoutRecords
 
 LSUN_SURFACES = {1: "front", 2: "left", 3: "right", 4: "floor", 5: "ceiling"}
 """LSUN surface-relabelled segmentation ids (source: leVirve/lsun-room ``lsun_room/label.py``

@@ -9,7 +9,7 @@ Placement varies only mildly (centre within ~8% of the frame, scale 0.85-1.1) so
 not position, dominates the label. Left limbs are drawn lighter than right limbs in every image:
 without that cue a figure seen from the back would be indistinguishable from its mirror image.
 
-Written files (the simple pose JSON of DESIGN §3, read by ``embedder.readers.pose_json``)::
+Written files (the simple pose JSON of docs/design.md, read by ``capdata.readers.pose_json``)::
 
     DIR/poses.json  {"joint_names": MPII_JOINTS,
                      "images": [{"file": "images/000000.png", "split": "train"|"test",
@@ -29,9 +29,19 @@ import numpy as np
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from embedder.records import MPII_JOINTS
-from embedder.synthetic import (SUPERSAMPLE, check_args, downsample, gradient, item_rng, random_colour,
-                                save_image, to_uint8, value_noise, write_json)
+from capdata.records import MPII_JOINTS
+from capdata.synthetic import (
+    SUPERSAMPLE,
+    check_args,
+    downsample,
+    gradient,
+    item_rng,
+    random_colour,
+    save_image,
+    to_uint8,
+    value_noise,
+    write_json,
+)
 
 J = {name: i for i, name in enumerate(MPII_JOINTS)}
 

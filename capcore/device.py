@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 

@@ -41,8 +41,8 @@ from typing import Literal
 import numpy as np
 import scipy.io
 
-from embedder.errors import CapawareError
-from embedder.records import MPII_JOINTS, PoseRecords
+from capcore.errors import CapawareError
+from capdata.records import MPII_JOINTS, PoseRecords
 
 PERSON_HEIGHT_PX = 200.0
 """MPII's ``scale`` is the person's height in units of 200 px."""

@@ -1,4 +1,4 @@
-"""Reader for capaware's simple pose JSON (DESIGN §3): what the synthetic generator writes and what a
+"""Reader for capaware's simple pose JSON (docs/design.md, "Files between the stages"): what the synthetic generator writes and what a
 user converts their own pose data into::
 
     {"joint_names": ["r_ankle", ...],            # optional; if present must equal MPII_JOINTS
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from embedder.errors import CapawareError
-from embedder.readers.karpathy import read_json_file
-from embedder.records import MPII_JOINTS, PoseRecords
+from capcore.errors import CapawareError
+from capdata.readers.karpathy import read_json_file
+from capdata.records import MPII_JOINTS, PoseRecords
 
 POSE_SPLITS = ("train", "val", "test")
 N_JOINTS = len(MPII_JOINTS)
@@ -64,11 +64,11 @@ def read_pose_json(path: str | Path) -> PoseRecords:
     path = Path(path).resolve()
     data = read_json_file(path, "pose annotation file")
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-        raise CapawareError(path, "no 'images' list at the top level", "see DESIGN §3 for the pose JSON format")
+        raise CapawareError(path, "no 'images' list at the top level", "see docs/data_formats/pose.md for the pose JSON format")
     names = data.get("joint_names")
     if names is not None and list(names) != list(MPII_JOINTS):
         raise CapawareError(path, f"joint_names {names} are not the 16 MPII joints in id order",
-                            "reorder the joints to embedder.records.MPII_JOINTS")
+                            "reorder the joints to capdata.records.MPII_JOINTS")
 
     paths, splits, joints, visible, boxes = [], [], [], [], []
     for i, img in enumerate(data["images"]):

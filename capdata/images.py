@@ -11,7 +11,7 @@ from typing import Iterable
 
 from PIL import Image, UnidentifiedImageError
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 
 _FIX = "fix or replace the file, or remove its entry from the annotation file"
 

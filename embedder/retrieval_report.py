@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.atomic import write_text
-from eval.retrieval import mean_label_distance_at_k, ndcg_at_k
+from capcore.atomic import write_text
+from embedder.retrieval import mean_label_distance_at_k, ndcg_at_k
 
 TABLE_K = (1, 5, 10, 20, 50)
 BOUNDS = ("Oracle", "Untrained")  # drawn dashed: the upper and lower bound of every plot

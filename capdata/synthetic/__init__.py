@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from embedder.atomic import atomic_path
-from embedder.errors import CapawareError
+from capcore.atomic import atomic_path
+from capcore.errors import CapawareError
 
 KIND_IDS = {"poses": 1, "rooms": 2, "captions": 3}
 SUPERSAMPLE = 2
@@ -96,8 +96,8 @@ def to_uint8(arr: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(arr), 0, 255).astype(np.uint8)
 
 
-from embedder.synthetic.poses import generate_poses  # noqa: E402  (helpers above are used by it)
-from embedder.synthetic.rooms import generate_rooms  # noqa: E402
-from embedder.synthetic.shapes_captions import generate_captions  # noqa: E402
+from capdata.synthetic.poses import generate_poses  # noqa: E402  (helpers above are used by it)
+from capdata.synthetic.rooms import generate_rooms  # noqa: E402
+from capdata.synthetic.shapes_captions import generate_captions  # noqa: E402
 
 __all__ = ["generate_poses", "generate_rooms", "generate_captions"]

@@ -1,7 +1,7 @@
 """Reader for MPII Human Pose in the JSON layout that HRNet and simple-baselines ship.
 
 Why: many copies of MPII come as ``annot/train.json`` + ``annot/valid.json`` instead of the release's
-``.mat`` (read by ``embedder.readers.mpii``). This reader gives the same records as ``read_mpii``
+``.mat`` (read by ``capdata.readers.mpii``). This reader gives the same records as ``read_mpii``
 for the same people, so a run does not depend on which copy you have. The layout is a JSON list
 with one entry per annotated person::
 
@@ -14,7 +14,7 @@ unchanged (1-based), and HRNet's ``lib/dataset/mpii.py`` subtracts 1 from them w
 
 * ``joints`` and ``center`` are MATLAB 1-based pixel positions, as in the .mat. We subtract 1,
   as ``read_mpii`` does, so the output is 0-based.
-* ``joints`` follows MPII joint id order (``embedder.records.MPII_JOINTS``).
+* ``joints`` follows MPII joint id order (``capdata.records.MPII_JOINTS``).
 * ``joints_vis`` is 1 for an annotated joint (occluded joints included) and 0 for an absent one.
   That is ``read_mpii``'s default ``visibility="annotated"``. These files do not hold MPII's
   ``is_visible`` flag, so they have no equivalent of ``visibility="is_visible"``. An absent joint
@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.errors import CapawareError
-from embedder.readers.karpathy import read_json_file
-from embedder.readers.mpii import N_JOINTS, PERSON_HEIGHT_PX, SPLITS
-from embedder.readers.pose_json import _number
-from embedder.records import PoseRecords
+from capcore.errors import CapawareError
+from capdata.readers.karpathy import read_json_file
+from capdata.readers.mpii import N_JOINTS, PERSON_HEIGHT_PX, SPLITS
+from capdata.readers.pose_json import _number
+from capdata.records import PoseRecords
 
 JSON_FILES = (("train.json", "train"), ("valid.json", "val"))
 """The files read from the annotation folder, in this order, and the split each one gives."""

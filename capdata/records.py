@@ -1,6 +1,6 @@
 """In-memory records that every reader returns and every stage consumes.
 
-Readers (``embedder.readers``) turn a release's own files (Karpathy json, MPII .mat, LSUN .mat, the
+Readers (``capdata.readers``) turn a release's own files (Karpathy json, MPII .mat, LSUN .mat, the
 simple pose JSON) into one of these, so label spaces, samplers and datasets never see file formats.
 All paths are absolute; arrays are aligned with ``image_paths``.
 """
@@ -18,7 +18,7 @@ MPII_JOINTS = (
 """The 16 MPII joints, in the release's id order (joint id 0..15)."""
 
 LAYOUT_SURFACES = ("ceiling", "floor", "left", "front", "right")
-"""Our layout label ids 0..4 (DESIGN §3). Readers map a release's own ids onto these."""
+"""Our layout label ids 0..4 (docs/design.md). Readers map a release's own ids onto these."""
 
 
 @dataclass
@@ -37,11 +37,11 @@ class PoseRecords:
 class LayoutRecords:
     image_paths: list[Path]
     splits: np.ndarray  # [N] str
-    seg_paths: list[Path]  # per image segmentation map (release format; see embedder.readers.lsun)
+    seg_paths: list[Path]  # per image segmentation map (release format; see capdata.readers.lsun)
     layout_types: np.ndarray  # [N] int, the LSUN layout type (0..10)
     corners: list[np.ndarray] | None = None  # per image [K, 2] (x, y) 0-based; K fixed by the type
     resolutions: np.ndarray | None = None  # [N, 2] int (H, W) as the split file says
-    map_labels: str = "surfaces"  # how seg_paths' ids are numbered (embedder.readers.lsun: MAP_LABELS)
+    map_labels: str = "surfaces"  # how seg_paths' ids are numbered (capdata.readers.lsun: MAP_LABELS)
 
     def __len__(self) -> int:
         return len(self.image_paths)

@@ -11,7 +11,7 @@ Format (as released with NeuralTalk2 and read by every captioning codebase since
 
 Flickr files have no ``filepath`` and no ``cocoid`` (they carry ``imgid`` only); both are accepted.
 The image path is ``image_root / filepath / filename``. Image files are not touched here; the
-pipeline's data stage opens every one (``embedder.check_data``). Format notes: docs/data_formats/caption.md.
+pipeline's data stage opens every one (``capdata.check_data``). Format notes: docs/data_formats/caption.md.
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from embedder.errors import CapawareError
-from embedder.images import check_images_exist
-from embedder.records import CaptionRecords
+from capcore.errors import CapawareError
+from capdata.images import check_images_exist
+from capdata.records import CaptionRecords
 
 KARPATHY_SPLITS = ("train", "restval", "val", "test")
 

@@ -11,7 +11,7 @@ Checked, per record:
   whole entropy-coded stream is still read, so a truncated file fails), any other format in full.
   ``Image.verify()`` would not do: for JPEG it checks nothing past the header, so a truncated COCO
   file would pass. The decoded pixels are thrown away; the image's size is the header's.
-* layout track: the layout map reads (``embedder.readers.lsun.record_layout_map``, the loader stage one
+* layout track: the layout map reads (``capdata.readers.lsun.record_layout_map``, the loader stage one
   uses: numbering, corners and the split file's resolution) and its H x W equals the image's, so a map cannot be stretched onto the wrong image.
 
 Reporting. Every record is checked (under a progress bar) and every problem collected, then
@@ -33,7 +33,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
-from embedder.errors import CapawareError
+from capcore.errors import CapawareError
 
 # kind -> (count phrase for one, for several, the fix)
 KINDS = {
@@ -108,7 +108,9 @@ def _check_record(records, i: int, image: bool, maps: bool) -> list[Problem]:
                 kind = "missing" if err.problem.startswith("image not found") else "undecodable"
                 problems.append(Problem(kind, path, what=err.problem, fix=err.fix or "", **where))
     if maps:
-        from embedder.readers.lsun import record_layout_map  # here: scipy is needed by the layout track only
+        from capdata.readers.lsun import (
+            record_layout_map,  # here: scipy is needed by the layout track only
+        )
 
         seg = Path(records.seg_paths[i])
         try:
