@@ -79,8 +79,9 @@ for ((i = lo; i <= hi; i++)); do
   done
   for part in "${parts[@]}"; do cat "$part" >>"$log"; rm -f "$part"; done
   if [[ -n $failed ]]; then
-    last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300)
-    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300)
+    # (|| true: under pipefail a log without such a line, e.g. a killed command's, must still get its line)
+    last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300 || true)
+    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300 || true)
     echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
     exit 1
   fi

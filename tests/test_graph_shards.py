@@ -7,7 +7,7 @@ import pytest
 
 import embedder.graph_shards as gs
 from capcore.errors import CapawareError, run_cli
-from embedder import study
+from embedder import track
 from embedder.config import load_config
 from embedder.labels.graph import read_graph
 from embedder.spaces import build_graph
@@ -60,8 +60,8 @@ def test_pose_shards_merge_to_the_one_process_graph_and_study_reuses_it(pose, mo
     gs.build_shard(cfg, 1, 3, progress=False, space=space)  # a rerun skips the finished shard
     merged = read_graph(gs.merge_shards(cfg, progress=False, space=space))
     assert np.array_equal(merged.nn_idx, whole.nn_idx) and np.array_equal(merged.nn_dist, whole.nn_dist)
-    monkeypatch.setattr(study, "build_graph", no_build)
-    got = study.load_or_build_graph(tmp / "run" / "labels.h5", space, cfg, cfg.graph.m)
+    monkeypatch.setattr(track, "build_graph", no_build)
+    got = track.load_or_build_graph(tmp / "run" / "labels.h5", space, cfg, cfg.graph.m)
     assert np.array_equal(got.nn_idx, whole.nn_idx)
 
 
@@ -119,5 +119,5 @@ def test_caption_shards_merge_to_the_one_process_graph(tmp_path, monkeypatch):
     assert merged.attrs["method"] == whole.attrs["method"] and merged.attrs["merged_shards"] == 2
     assert merged.attrs["emd_solves"] == sum(read_graph(gs.shard_path(cfg.out_dir, i, 2)).attrs["emd_solves"]
                                              for i in range(2))
-    monkeypatch.setattr(study, "build_graph", no_build)
-    study.load_or_build_graph(tmp_path / "run" / "labels.h5", space, cfg, cfg.graph.m)
+    monkeypatch.setattr(track, "build_graph", no_build)
+    track.load_or_build_graph(tmp_path / "run" / "labels.h5", space, cfg, cfg.graph.m)
