@@ -40,7 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from embedder.labels.caption_graph import CaptionSpace, build_caption_graph  # noqa: E402
+from embedder.labels.caption_graph import build_caption_graph  # noqa: E402
+from embedder.labels.caption_space import CaptionSpace  # noqa: E402
 from embedder.labels.wmd import wmd  # noqa: E402
 from embedder.labels.wordvecs import (  # noqa: E402
     caption_words,

@@ -72,7 +72,7 @@ def make_spaces(cfg, records, train_idx: np.ndarray, eval_idx: np.ndarray, out_d
         train_mask[train_idx] = True
         full = TfidfSpace(records.captions, train_mask)
         return SubsetSpace(full, train_idx), SubsetSpace(full, eval_idx)
-    from embedder.labels.caption_graph import CaptionSpace
+    from embedder.labels.caption_space import CaptionSpace
     kv = word_vectors(cfg, select(records, train_idx), Path(out_dir) / "word_vectors.kv")
     source = cfg.captions.vectors or f"word2vec(dim={cfg.captions.w2v_dim}, seed={cfg.seed})"
     return tuple(CaptionSpace.from_records(select(records, idx), kv, stopwords=cfg.captions.stopwords,

@@ -12,11 +12,11 @@ import pytest
 from capcore.errors import CapawareError
 from capdata.records import CaptionRecords
 from embedder.labels.caption_graph import (
-    CaptionSpace,
     _Searcher,
     build_caption_graph,
     build_caption_graph_bruteforce,
 )
+from embedder.labels.caption_space import CaptionSpace
 from embedder.labels.graph import read_graph
 from embedder.labels.tfidf import TfidfSpace
 from embedder.labels.wmd import (
