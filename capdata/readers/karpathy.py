@@ -22,6 +22,7 @@ import numpy as np
 
 from capcore.errors import CapawareError
 from capdata.images import check_images_exist
+from capdata.readers.entries import check_entry, entry_error
 from capdata.records import CaptionRecords
 
 KARPATHY_SPLITS = ("train", "restval", "val", "test")
@@ -57,15 +58,8 @@ def read_karpathy(json_path: str | Path, image_root: str | Path | None = None) -
 
     paths, splits, ids, captions, raws, cats, attrs, objs, sizes = [], [], [], [], [], [], [], [], []
     for i, img in enumerate(data["images"]):
-        def bad(problem: str, fix: str = "fix or remove this entry") -> CapawareError:
-            name = img.get("filename", "?") if isinstance(img, dict) else "?"
-            return CapawareError(json_path, f"image {i} ({name}): {problem}", fix)
-
-        if not isinstance(img, dict):
-            raise bad("entry is not an object")
-        for key in ("filename", "split", "sentences"):
-            if key not in img:
-                raise bad(f"missing required field '{key}'")
+        bad = entry_error(json_path, i, img, "filename")
+        check_entry(img, ("filename", "split", "sentences"), bad)
         if "cocoid" not in img and "imgid" not in img:
             raise bad("missing both 'cocoid' and 'imgid'")
         if img["split"] not in KARPATHY_SPLITS:

@@ -36,9 +36,16 @@ from pathlib import Path
 import numpy as np
 
 from capcore.errors import CapawareError
+from capdata.readers.entries import (
+    N_JOINTS,
+    check_entry,
+    entry_error,
+    number,
+    pair,
+    read_joints,
+)
 from capdata.readers.karpathy import read_json_file
-from capdata.readers.mpii import N_JOINTS, PERSON_HEIGHT_PX, SPLITS
-from capdata.readers.pose_json import _number
+from capdata.readers.mpii import PERSON_HEIGHT_PX, SPLITS
 from capdata.records import PoseRecords
 
 JSON_FILES = (("train.json", "train"), ("valid.json", "val"))
@@ -48,12 +55,6 @@ REQUIRED = ("image", "center", "scale", "joints", "joints_vis")
 _FIX = "fix or remove this entry (or re-download the MPII annot/*.json files)"
 
 
-def _pair(value) -> tuple[float, float]:
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise ValueError(value)
-    return _number(value[0]), _number(value[1])
-
-
 def _read_people(path: Path, split: str, image_root: Path, box_scale: float, out: dict) -> None:
     """Append the records of one annot/*.json file to ``out``'s lists."""
     data = read_json_file(path, "MPII JSON annotation file")
@@ -61,41 +62,19 @@ def _read_people(path: Path, split: str, image_root: Path, box_scale: float, out
         raise CapawareError(path, f"top level is a JSON {type(data).__name__}, not a list of person entries",
                             "use the annot/train.json or annot/valid.json of HRNet / simple-baselines")
     for n, entry in enumerate(data):
-        def bad(problem: str, fix: str = _FIX) -> CapawareError:
-            name = entry.get("image", "?") if isinstance(entry, dict) else "?"
-            return CapawareError(path, f"entry {n} ({name}): {problem}", fix)
-
-        if not isinstance(entry, dict):
-            raise bad("entry is not an object")
-        for key in REQUIRED:
-            if key not in entry:
-                raise bad(f"missing required field '{key}'")
+        bad = entry_error(path, n, entry, "image", label="entry", default_fix=_FIX)
+        check_entry(entry, REQUIRED, bad)
         name = entry["image"]
         if not isinstance(name, str) or not name:
             raise bad(f"'image' {name!r} is not a file name")
-        pts = entry["joints"]
-        if not isinstance(pts, list) or len(pts) != N_JOINTS:
-            count = len(pts) if isinstance(pts, list) else "no list of"
-            raise bad(f"has {count} joints, expected {N_JOINTS} (MPII order)",
-                      "give all 16 joints, with joints_vis 0 for the absent ones")
+        xy, vis = read_joints(entry["joints"], entry["joints_vis"], "joints_vis", bad,
+                              "give all 16 joints, with joints_vis 0 for the absent ones")
         try:
-            xy = [_pair(p) for p in pts]
-        except ValueError as err:
-            raise bad(f"joint {err.args[0]!r} is not a pair of finite numbers",
-                      "write each joint as [x, y] in pixels") from None
-        vis = entry["joints_vis"]
-        if not isinstance(vis, list) or len(vis) != N_JOINTS:
-            count = len(vis) if isinstance(vis, list) else "not a list of"
-            raise bad(f"'joints_vis' has {count} entries, expected {N_JOINTS}")
-        wrong = [v for v in vis if v not in (0, 1)]
-        if wrong:
-            raise bad(f"'joints_vis' entries must be 0 or 1, got {wrong[0]!r}")
-        try:
-            cx, cy = _pair(entry["center"])
+            cx, cy = pair(entry["center"])
         except ValueError:
             raise bad(f"center {entry['center']!r} is not [x, y]") from None
         try:
-            s = _number(entry["scale"])
+            s = number(entry["scale"])
         except ValueError:
             raise bad(f"scale {entry['scale']!r} is not a number") from None
 

@@ -14,18 +14,23 @@ pose's pixel distances are measured in a frame of known size.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from capcore.errors import CapawareError
+from capdata.readers.entries import (
+    N_JOINTS,
+    check_entry,
+    entry_error,
+    number,
+    read_joints,
+)
 from capdata.readers.karpathy import read_json_file
 from capdata.records import MPII_JOINTS, PoseRecords
 
 POSE_SPLITS = ("train", "val", "test")
-N_JOINTS = len(MPII_JOINTS)
 
 
 def default_box(width: float, height: float) -> list[float]:
@@ -33,12 +38,6 @@ def default_box(width: float, height: float) -> list[float]:
     side = max(width, height)
     cx, cy = width / 2.0, height / 2.0
     return [cx - side / 2.0, cy - side / 2.0, cx + side / 2.0, cy + side / 2.0]
-
-
-def _number(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(value)
-    return float(value)
 
 
 def _image_size(image_path: Path) -> tuple[float, float]:
@@ -72,43 +71,18 @@ def read_pose_json(path: str | Path) -> PoseRecords:
 
     paths, splits, joints, visible, boxes = [], [], [], [], []
     for i, img in enumerate(data["images"]):
-        def bad(problem: str, fix: str = "fix or remove this entry") -> CapawareError:
-            name = img.get("file", "?") if isinstance(img, dict) else "?"
-            return CapawareError(path, f"image {i} ({name}): {problem}", fix)
-
-        if not isinstance(img, dict):
-            raise bad("entry is not an object")
-        for key in ("file", "split", "joints", "visible"):
-            if key not in img:
-                raise bad(f"missing required field '{key}'")
+        bad = entry_error(path, i, img, "file")
+        check_entry(img, ("file", "split", "joints", "visible"), bad)
         if img["split"] not in POSE_SPLITS:
             raise bad(f"unknown split {img['split']!r} (expected one of {', '.join(POSE_SPLITS)})")
-        pts = img["joints"]
-        if not isinstance(pts, list) or len(pts) != N_JOINTS:
-            n = len(pts) if isinstance(pts, list) else "no list of"
-            raise bad(f"has {n} joints, expected {N_JOINTS} (MPII order)",
-                      "give all 16 joints; mark the unannotated ones invisible")
-        try:
-            xy = []
-            for p in pts:
-                if not isinstance(p, (list, tuple)) or len(p) != 2:
-                    raise ValueError(p)
-                xy.append([_number(p[0]), _number(p[1])])
-        except ValueError as err:
-            raise bad(f"joint coordinate {err.args[0]!r} is not a pair of finite numbers",
-                      "write each joint as [x, y] in pixels") from None
-        vis = img["visible"]
-        if not isinstance(vis, list) or len(vis) != N_JOINTS:
-            n = len(vis) if isinstance(vis, list) else "not a list of"
-            raise bad(f"'visible' has {n} entries, expected {N_JOINTS}")
-        if any(v not in (0, 1) for v in vis):
-            raise bad("'visible' entries must be 0 or 1")
+        xy, vis = read_joints(img["joints"], img["visible"], "visible", bad,
+                              "give all 16 joints; mark the unannotated ones invisible")
         if "box" in img:
             box = img["box"]
             try:
                 if not isinstance(box, list) or len(box) != 4:
                     raise ValueError(box)
-                box = [_number(b) for b in box]
+                box = [number(b) for b in box]
             except ValueError:
                 raise bad(f"box {img['box']!r} is not [x0, y0, x1, y1]") from None
             if box[2] <= box[0] or box[3] <= box[1]:
@@ -127,7 +101,7 @@ def read_pose_json(path: str | Path) -> PoseRecords:
                     raise bad(f"missing '{key}' (give width and height together, a box, or neither to "
                               "read them from the image)")
             try:
-                w, h = _number(img["width"]), _number(img["height"])
+                w, h = number(img["width"]), number(img["height"])
             except ValueError:
                 raise bad("width/height are not numbers") from None
             if w <= 0 or h <= 0:
