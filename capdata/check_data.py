@@ -7,7 +7,7 @@ image, stops the pipeline in its first minutes instead of hours into stage one.
 Checked, per record:
 
 * the image exists and its pixel data decodes. PIL reads the header (format, size), then decodes:
-  JPEG in draft mode (libjpeg's 1/8-scale DCT: about half the time of a full decode or less, yet the
+  JPEG in draft mode (libjpeg's 1/8-scale DCT: cheaper than a full decode, yet the
   whole entropy-coded stream is still read, so a truncated file fails), any other format in full.
   ``Image.verify()`` would not do: for JPEG it checks nothing past the header, so a truncated COCO
   file would pass. The decoded pixels are thrown away; the image's size is the header's.

@@ -13,9 +13,8 @@ def test_import_layers_hold():
     assert "1 kept, 0 broken" in done.stdout
 
 
-def test_a_broken_layer_is_caught(tmp_path):
+def test_a_broken_layer_is_caught():
     """The contract is not vacuous: a stage-one module importing stage three breaks it."""
-    config = (ROOT / ".importlinter").read_text()
     probe = ROOT / "embedder" / "_layer_probe.py"
     probe.write_text("import captioners.model  # noqa: F401\n")
     try:
@@ -24,5 +23,4 @@ def test_a_broken_layer_is_caught(tmp_path):
                               capture_output=True, text=True, timeout=120)
     finally:
         probe.unlink()
-    assert config == (ROOT / ".importlinter").read_text()
     assert done.returncode != 0 and "embedder._layer_probe -> captioners.model" in done.stdout
