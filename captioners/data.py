@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -23,59 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from capcore.errors import CapawareError
 from captioners.prepro import Labels
-
-EXTRACT_FIX = "rerun python -m feature_extract for this image set (it resumes a half-written file)"
-
-
-@dataclass
-class FeatsInfo:
-    path: Path
-    image_ids: np.ndarray  # [N] int64
-    att_shape: tuple[int, int]  # (H*W, C)
-    fc_dim: int
-    grid: tuple[int, int]  # (H, W) of the attention grid
-    valid: np.ndarray  # [N] bool: False for images the extractor skipped
-
-
-def _grid(attrs, n_regions: int) -> tuple[int, int]:
-    """The att grid: from the file's attributes when given, else the square root of H*W."""
-    for key in ("att_grid", "grid", "att_size"):
-        if key in attrs:
-            g = np.atleast_1d(np.asarray(attrs[key])).astype(int)
-            g = (int(g[0]), int(g[-1]))
-            if g[0] * g[1] == n_regions:
-                return g
-    side = int(round(math.sqrt(n_regions)))
-    return (side, side) if side * side == n_regions else (1, n_regions)
-
-
-def read_feats_info(path: str | Path) -> FeatsInfo:
-    """Check a feats.h5 is complete and well-formed; never use a half-written one."""
-    path = Path(path)
-    if not path.is_file():
-        raise CapawareError(path, "features file not found",
-                            "run python -m feature_extract first, or set data.features / --features")
-    try:
-        with h5py.File(path, "r") as f:
-            if not bool(f.attrs.get("complete", False)):
-                raise CapawareError(path, "features file is incomplete (attribute complete is not True)", EXTRACT_FIX)
-            for key in ("att", "fc", "image_id"):
-                if key not in f:
-                    raise CapawareError(path, f"no dataset {key!r} (need att [N, H*W, C], fc [N, C], image_id [N])",
-                                        EXTRACT_FIX)
-            att, fc, ids = f["att"], f["fc"], f["image_id"][:].astype(np.int64)
-            n = len(ids)
-            if att.ndim != 3 or fc.ndim != 2 or att.shape[0] != n or fc.shape[0] != n:
-                raise CapawareError(path, f"inconsistent shapes att {att.shape}, fc {fc.shape}, image_id ({n},)",
-                                    EXTRACT_FIX)
-            valid = ~f["skipped"][:].astype(bool) if "skipped" in f else np.ones(n, bool)
-            info = FeatsInfo(path, ids, (att.shape[1], att.shape[2]), fc.shape[1], _grid(f.attrs, att.shape[1]),
-                             valid)
-    except OSError as err:
-        raise CapawareError(path, f"not a readable HDF5 file ({err})", EXTRACT_FIX) from None
-    if len(np.unique(ids)) != len(ids):
-        raise CapawareError(path, "image_id has duplicates", EXTRACT_FIX)
-    return info
+from feature_extract.h5io import read_feats_info
 
 
 class CaptionDataset(Dataset):

@@ -33,7 +33,7 @@ from captioners.data import CaptionDataset
 from captioners.decoding import METHODS
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
-from captioners.train import generate
+from captioners.validation import generate
 
 
 def meta_path(preds: str | Path) -> Path:

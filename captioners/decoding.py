@@ -21,10 +21,13 @@ class Decoded:
     alpha: torch.Tensor  # [B, T, L] attention weights that produced each word (0 after the end)
 
 
-@torch.no_grad()
 def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
                 generator: torch.Generator | None = None) -> Decoded:
-    """Greedy (``temperature=None``) or sampling from softmax(logits / temperature)."""
+    """Greedy (``temperature=None``) or sampling from softmax(logits / temperature).
+
+    Autograd follows the caller's mode: the decoders below run it under ``no_grad``; self-critical
+    training (rl/scst.py) runs it with gradients, so a sample and its log-probability come from one
+    forward pass."""
     B = fc.size(0)
     enc = model.encode(fc, att)
     state = model.init_state(B)
@@ -51,6 +54,7 @@ def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
     return Decoded(_pad(seq, max_len), score, _pad(alpha, max_len))
 
 
+@torch.no_grad()
 def greedy(model, fc, att, max_len: int) -> Decoded:
     return sample_loop(model, fc, att, max_len)
 
@@ -102,7 +106,8 @@ def decode(model, fc, att, method: str = "beam", beam_size: int = 2, max_len: in
     if method == "greedy" or (method == "beam" and beam_size == 1):
         return greedy(model, fc, att, max_len)
     if method == "sample":
-        return sample_loop(model, fc, att, max_len, temperature, generator)
+        with torch.no_grad():
+            return sample_loop(model, fc, att, max_len, temperature, generator)
     if method == "beam":
         return beam_search(model, fc, att, beam_size, max_len)
     raise ValueError(f"unknown decoding method {method!r}; use one of {METHODS}")

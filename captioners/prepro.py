@@ -163,6 +163,26 @@ def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_l
             "truncated": float(np.mean([len(t) > max_length for caps in records.captions for t in caps]))}
 
 
+def ensure_prepro(data) -> tuple[Path, Path]:
+    """labels.h5 + vocab.json under ``data.prepro_dir``, written from ``data.json`` on first use (every
+    trainer calls this); the files' settings must agree with the config's."""
+    out = Path(data.prepro_dir)
+    labels, vocab = out / "labels.h5", out / "vocab.json"
+    if not (labels.is_file() and vocab.is_file()):
+        summary = prepro(data.json, out, data.word_count_threshold, data.max_length)
+        print(f"prepro: {summary['vocab_size']} words, {summary['captions']} captions -> {out}")
+    meta = json.loads(vocab.read_text())
+    source = meta.get("source")
+    if source and data.json and Path(data.json).is_file() and Path(source) != Path(data.json).resolve():
+        raise CapawareError(vocab, f"made from {source}, but data.json is {data.json}",
+                            f"delete {out} (it is rewritten) or point data.prepro_dir elsewhere")
+    if (meta.get("word_count_threshold"), meta.get("max_length")) != (data.word_count_threshold, data.max_length):
+        raise CapawareError(vocab, f"written with threshold {meta.get('word_count_threshold')}, max_length "
+                            f"{meta.get('max_length')}; the config asks {data.word_count_threshold}, {data.max_length}",
+                            f"delete {out} (it is rewritten) or make data.word_count_threshold/max_length agree")
+    return labels, vocab
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", required=True, help="Karpathy dataset_*.json")

@@ -41,7 +41,7 @@ from capcore.errors import CapawareError, run_cli
 from captioners.data import CaptionDataset
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
-from captioners.train import cider_d, generate, validation_refs
+from captioners.validation import corpus_cider_d, generate, validation_refs
 
 CONDITIONS = ("real", "shuffled", "zeros")
 
@@ -114,7 +114,7 @@ def grounding(checkpoint: str | Path, split: str = "test", features: str | None 
     preds, scores = {}, {}
     for name, data in inputs.items():
         preds[name], _ = generate(model, data, vocab, dev, batch_size, max_len, method, beam_size)
-        scores[name], _ = cider_d(preds[name], refs)
+        scores[name], _ = corpus_cider_d(preds[name], refs)
     counts = {name: Counter(p.values()) for name, p in preds.items()}
     top = counts["real"].most_common(1)[0]
     return {"split": split, "checkpoint": str(checkpoint.resolve()), "features": str(Path(feats).resolve()),

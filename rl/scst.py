@@ -23,11 +23,9 @@ def sample_captions(model, fc: torch.Tensor, att: torch.Tensor, n: int, max_len:
     ``logprob`` is exactly log p(w^s) as defined above. With ``temperature`` != 1 the samples come from
     the sharpened distribution but the log-probability stays the model's.
     """
-    loop = getattr(decoding.sample_loop, "__wrapped__", None)
-    if loop is None:  # the decorator changed: fail loudly rather than train without gradients
-        raise RuntimeError("captioners.decoding.sample_loop is no longer a no_grad-wrapped function")
     with torch.enable_grad():
-        return loop(model, fc.repeat_interleave(n, 0), att.repeat_interleave(n, 0), max_len, temperature, generator)
+        return decoding.sample_loop(model, fc.repeat_interleave(n, 0), att.repeat_interleave(n, 0), max_len,
+                                    temperature, generator)
 
 
 @torch.no_grad()

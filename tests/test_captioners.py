@@ -19,7 +19,6 @@ from captioners.data import (
     EpochBatches,
     collate,
     loader,
-    read_feats_info,
 )
 from captioners.decoding import (
     beam_search,
@@ -37,6 +36,7 @@ from captioners.prepro import (
     read_labels,
     read_vocab,
 )
+from feature_extract.h5io import read_feats_info
 from tests.fixtures_builders import write_karpathy
 
 pytestmark = pytest.mark.usefixtures("one_thread")

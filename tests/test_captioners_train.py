@@ -142,7 +142,7 @@ def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
 
 
 def test_plateaued_counts_validations_since_the_best():
-    from captioners.train import plateaued
+    from captioners.trainer import plateaued
 
     hist = [{"cider_d": c} for c in (0.2, 0.5, 0.4, 0.45)]
     assert not plateaued(hist, None) and not plateaued([], 1)
