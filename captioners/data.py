@@ -152,6 +152,7 @@ class ShardedBatches:
     def __init__(self, batches, rank: int, world: int):
         self.batches, self.rank, self.world = batches, rank, world
         self.real: list[bool] = []  # per yielded share, filled as they are drawn
+        self.sizes: list[int] = []  # the global batch's size, per yielded share
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -160,6 +161,7 @@ class ShardedBatches:
         for keys in self.batches:
             part = keys[self.rank::self.world]
             self.real.append(bool(part))
+            self.sizes.append(len(keys))
             yield part or keys[:1]
 
 

@@ -22,12 +22,15 @@ class Decoded:
 
 
 def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
-                generator: torch.Generator | None = None) -> Decoded:
+                generator: torch.Generator | None = None, noise: torch.Tensor | None = None) -> Decoded:
     """Greedy (``temperature=None``) or sampling from softmax(logits / temperature).
 
     Autograd follows the caller's mode: the decoders below run it under ``no_grad``; self-critical
     training (rl/scst.py) runs it with gradients, so a sample and its log-probability come from one
-    forward pass."""
+    forward pass. ``noise`` ([max_len, B] uniforms) samples by inverse CDF instead of ``multinomial``:
+    row b's word at step t is the first whose cumulative probability reaches noise[t, b], so a row's
+    sample depends on its own noise alone, whichever other rows share the batch (SCST under torchrun
+    draws one global noise tensor and each process takes its rows)."""
     B = fc.size(0)
     enc = model.encode(fc, att)
     state = model.init_state(B)
@@ -35,13 +38,18 @@ def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
     done = torch.zeros(B, dtype=torch.bool, device=fc.device)
     score = fc.new_zeros(B)
     seqs, alphas = [], []
-    for _ in range(max_len):
+    for t in range(max_len):
         logp, state, alpha = model.step(words, enc, state)
         if temperature is None:
             words = logp.argmax(-1)
         else:
             probs = torch.softmax(logp / temperature, dim=-1)
-            words = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            if noise is None:
+                words = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            else:
+                cdf = probs.float().cumsum(-1)
+                words = torch.searchsorted(cdf, noise[t].to(cdf.device, cdf.dtype).unsqueeze(1)).squeeze(1)
+                words = words.clamp_(max=probs.size(-1) - 1)  # a noise above the rounded total
         live = ~done
         score = score + torch.where(live, logp.gather(1, words[:, None]).squeeze(1), score.new_zeros(()))
         words = words.masked_fill(done, 0)

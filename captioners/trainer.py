@@ -78,6 +78,8 @@ class Recipe:
     extra_state: tuple[Callable[[], dict], Callable[[dict], None]] | None = None  # e.g. the sampling RNG
     begin_epoch: Callable[[int], None] | None = None
     other_start: str = ""  # what else a checkpoint with another fingerprint may come from, for the error
+    ddp: bool = True  # DDP around the model (the step calls its forward); False: the step drives the model's
+    # own methods (sampling), and the gradients are averaged over processes after backward
 
 
 def run_fingerprint(cfg, drop: dict[str, tuple[str, ...]], extra: dict | None = None, resolve: bool = False) -> str:
@@ -191,7 +193,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
         checkpoint(done=False)
         distributed.barrier()
     bar = tqdm(total=total, initial=step, desc=cfg.name, disable=not (progress and rank0))
-    net = distributed.wrap(model, device)
+    net = distributed.wrap(model, device) if recipe.ddp else model
     while step < total:
         epoch, start = divmod(step, per_epoch)
         lr = lr_at(t, epoch)
@@ -208,6 +210,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             result = recipe.step(batch, StepContext(net, epoch, lr, batches, i, world))
             opt.zero_grad(set_to_none=True)
             result.loss.backward()
+            if not recipe.ddp:
+                distributed.average_grads(model.parameters())
             clip_gradients(model, t.grad_clip_mode, t.grad_clip)
             opt.step()
             step += 1

@@ -15,17 +15,28 @@ from captioners.decoding import Decoded
 
 
 def sample_captions(model, fc: torch.Tensor, att: torch.Tensor, n: int, max_len: int, temperature: float = 1.0,
-                    generator: torch.Generator | None = None) -> Decoded:
-    """``n`` multinomial samples per image (rows image-major: image 0's n, then image 1's, ...).
+                    generator: torch.Generator | None = None, positions: np.ndarray | None = None,
+                    global_images: int | None = None) -> Decoded:
+    """``n`` samples per image (rows image-major: image 0's n, then image 1's, ...).
 
     This is the decoders' shared sampler (captioners.decoding.sample_loop) with autograd on, so the
     sample and its log-probability come from the same forward pass (same dropout masks): its
     ``logprob`` is exactly log p(w^s) as defined above. With ``temperature`` != 1 the samples come from
     the sharpened distribution but the log-probability stays the model's.
+
+    The uniforms behind the samples are drawn from ``generator`` for a whole global batch of
+    ``global_images`` images, every step at once (a fixed number of draws per batch, however early
+    the captions end); these images are the batch's ``positions``. One process holds every position;
+    under torchrun each process holds its share and samples exactly what one process would for them.
     """
+    B = fc.size(0)
+    positions = np.arange(B) if positions is None else np.asarray(positions)
+    global_images = B if global_images is None else global_images
+    noise = torch.rand(max_len, global_images * n, generator=generator, device=generator.device if generator else None)
+    rows = torch.as_tensor((positions[:, None] * n + np.arange(n)).reshape(-1), device=noise.device)
     with torch.enable_grad():
         return decoding.sample_loop(model, fc.repeat_interleave(n, 0), att.repeat_interleave(n, 0), max_len,
-                                    temperature, generator)
+                                    temperature, generator, noise[:, rows])
 
 
 @torch.no_grad()
@@ -62,8 +73,10 @@ def baseline(kind: str, rewards: np.ndarray, greedy_rewards: np.ndarray | None =
     raise ValueError(f"unknown baseline {kind!r}; use greedy or mean")
 
 
-def scst_loss(logprob: torch.Tensor, reward, baseline) -> torch.Tensor:
-    """Mean over samples of -(r - b) * log p(w^s); reward and baseline carry no gradient."""
+def scst_loss(logprob: torch.Tensor, reward, baseline, rows: int | None = None) -> torch.Tensor:
+    """-(r - b) * log p(w^s) summed over these samples and divided by ``rows`` (default: their number,
+    the mean; under torchrun the global batch's sample count); reward and baseline carry no gradient."""
     adv = torch.as_tensor(np.asarray(reward, np.float64) - np.asarray(baseline, np.float64),
                           dtype=logprob.dtype, device=logprob.device)
-    return -(adv.reshape(-1) * logprob.reshape(-1)).mean()
+    terms = -(adv.reshape(-1) * logprob.reshape(-1))
+    return terms.mean() if rows is None else terms.sum() / rows

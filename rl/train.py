@@ -7,6 +7,12 @@ XE checkpoint it started from. Outputs under ``out_dir``, the same files as capt
 (``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
 val/novel_captions, val/vocab_size, val/mean_length.
+
+Under ``torchrun`` each process takes its share of every global batch (as in XE); the sampling noise
+is drawn for the whole global batch on every process (rl/scst.py), rewards and baselines are per
+image, and the loss is this share's sum over the global batch's sample (and word) count, with the
+gradients averaged over processes: a step is the one-process step of the same batch (no DDP wrapper,
+since sampling calls the model's step function directly, not its forward).
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from capcore.errors import CapawareError, run_cli
 from captioners.config import features_path
 from captioners.data import CaptionDataset
 from captioners.discriminative import discriminativeness
-from captioners.model import build_captioner, xe_loss
+from captioners.model import build_captioner, caption_mask, xe_loss
 from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_vocab
 from captioners.trainer import (
     Recipe,
@@ -68,6 +74,17 @@ def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str])
     return ckpt
 
 
+def global_share(ctx: StepContext, local_images: int) -> tuple[np.ndarray, int, float]:
+    """This process's images' positions in the global batch, the global batch's size, and 1.0 (0.0 for
+    the stand-in a process gets when the batch has no image for it; data.ShardedBatches)."""
+    if ctx.world == 1:
+        return np.arange(local_images), local_images, 1.0
+    size, rank = ctx.batches.sizes[ctx.index], distributed.rank()
+    if not ctx.batches.real[ctx.index]:
+        return np.zeros(local_images, dtype=int), size, 0.0
+    return np.arange(rank, size, ctx.world), size, 1.0
+
+
 def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: CiderReward, seen: list[str],
                 max_len: int, device: torch.device, dtype) -> Recipe:
     """The SCST step: baseline (greedy caption in eval mode, or the mean of the other samples) ->
@@ -79,25 +96,32 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
     def step(batch: dict, ctx: StepContext) -> StepResult:
         fc, att = batch["fc"].to(device), batch["att"].to(device)
         label_ix = train_set.label_ix[batch["index"].numpy()]
-        B = len(label_ix)
+        B, share = len(label_ix), global_share(ctx, len(label_ix))
         model.train(t.sample_dropout)
         with autocast(device, dtype):
             greedy = greedy_captions(model, fc, att, max_len) if t.baseline == "greedy" else None
-            dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler)
+            dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler, *share[:2])
         greedy_r = reward(greedy, label_ix) if greedy is not None else None
         r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
         base = baseline(t.baseline, r, greedy_r)
-        loss = scst_loss(dec.logprob, r, base)
-        stats = {"reward": float(r.mean()), "baseline": float(base.mean()), "advantage": float((r - base).mean()),
-                 "advantage_abs": float(np.abs(r - base).mean())}  # the mean baseline's mean advantage is 0
+        real, global_images = share[2], share[1]
+        rows = None if ctx.world == 1 else global_images * n / ctx.world  # DDP-style: averaged grads
+        loss = scst_loss(dec.logprob, r, base, rows) * real
+        sums = [r.sum(), base.sum(), (r - base).sum(), np.abs(r - base).sum()]  # the mean baseline's mean advantage is 0
+        totals = distributed.all_sum(torch.tensor(sums + [r.size], dtype=torch.float64) * real).tolist()
+        stats = dict(zip(("reward", "baseline", "advantage", "advantage_abs"), (v / totals[-1] for v in totals[:-1])))
         if t.xe_weight > 0:  # mixed objective: keep the references' likelihood while chasing the reward
             seq = batch["labels"].to(device)
             with autocast(device, dtype):
                 logp = model(fc, att, seq)
-            xe = xe_loss(logp.float(), seq.view(-1, seq.size(-1)))
-            stats["xe"] = xe.item()
+            words = seq.view(-1, seq.size(-1))
+            xe = xe_loss(logp.float(), words)
+            if ctx.world > 1:  # as in XE under torchrun: this share's word sum over the global word count
+                count = caption_mask(words).sum().to(xe.dtype) * real
+                xe = xe * count * ctx.world / distributed.all_sum(count)
+            stats["xe"] = (distributed.all_sum(xe.detach()) / ctx.world).item()
             loss = loss + t.xe_weight * xe
-        scalars = {**stats, "loss": loss.item(), "lr": ctx.lr,
+        scalars = {**stats, "loss": (distributed.all_sum(loss.detach()) / ctx.world).item(), "lr": ctx.lr,
                    "sample_length": float((dec.seq > 0).sum(1).float().mean())}
         return StepResult(loss, stats, scalars, {"reward": stats["reward"]})
 
@@ -113,27 +137,26 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
                   validate_first=True, describe_val=describe_val, summary=summary,
                   extra_state=(lambda: {"sample_rng": sampler.get_state()},
                                lambda state: sampler.set_state(state["sample_rng"])),
-                  other_start=" or another XE checkpoint")
+                  other_start=" or another XE checkpoint", ddp=False)
 
 
 def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     d = cfg.data
-    if distributed.launched():
-        raise CapawareError("rl.train", "self-critical training runs in one process (no DDP yet)",
-                            "start python -m rl.train without torchrun")
-    labels_path, vocab_path = ensure_prepro(d)
+    device = pick_device(cfg.device)
+    distributed.init(device)
+    with distributed.rank_zero_first():  # rank 0 alone writes labels.h5, vocab.json, the df cache
+        labels_path, vocab_path = ensure_prepro(d)
+        doc_freq = load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(d)
-    device = pick_device(cfg.device)
     dtype = pick_precision(cfg.train.precision, device)
     xe = load_init(cfg, labels_path, feats, vocab)
     init_sha = file_sha256(cfg.init)
     torch.manual_seed(cfg.seed)
     model = build_captioner(dict(xe["model_args"])).to(device)
     model.load_state_dict(xe["model"])
-    reward = CiderReward(labels, load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache),
-                         cfg.reward.sigma)
+    reward = CiderReward(labels, doc_freq, cfg.reward.sigma)
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)
     refs = validation_refs(d.json, labels, val_set, vocab)
@@ -159,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
         train(cfg)
     except StopRequested:
         os._exit(3)  # simulate a kill: no cleanup, no final files
+    distributed.shutdown()
 
 
 if __name__ == "__main__":
