@@ -15,16 +15,39 @@ from omegaconf.errors import OmegaConfBaseException
 from capcore.errors import CapawareError
 
 
+def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
+    """A YAML config with its ``defaults``: a list of files (relative to this one) merged first, in
+    order, each with its own defaults; this file's keys then override theirs. So a variant is a base
+    plus the lines that differ (configs/demo_topdown.yaml is demo_att2all2.yaml plus five)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, "config file not found", "check the path (see configs/)")
+    if path.resolve() in _seen:
+        raise CapawareError(path, "its defaults include itself", "remove the cycle from the defaults lists")
+    raw = OmegaConf.load(path)
+    bases = raw.pop("defaults", None) or []
+    if isinstance(bases, str) or not all(isinstance(b, str) for b in bases):
+        raise CapawareError(path, f"defaults must be a list of file names, got {bases!r}",
+                            "e.g. defaults: [demo_att2all2.yaml]")
+    merged = [compose(path.parent / base, (*_seen, path.resolve())) for base in bases]
+    return OmegaConf.merge(*merged, raw) if merged else raw
+
+
+def config_files(path: str | Path) -> list[Path]:
+    """The file and every file its ``defaults`` pull in (recursively): what a run's result depends on."""
+    path = Path(path)
+    bases = OmegaConf.load(path).get("defaults", None) or []
+    return [path] + [f for base in bases for f in config_files(path.parent / base)]
+
+
 def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: type) -> Any:
-    """Merge a YAML file and ``key=value`` overrides onto ``schema``; errors name key and file."""
+    """Merge a YAML file (with its ``defaults``: ``compose``) and ``key=value`` overrides onto ``schema``;
+    errors name key and file."""
     base = OmegaConf.structured(schema)
     where = str(path) if path else "<defaults>"
     try:
         if path:
-            path = Path(path)
-            if not path.is_file():
-                raise CapawareError(path, "config file not found", "check the path (see configs/)")
-            base = OmegaConf.merge(base, OmegaConf.load(path))
+            base = OmegaConf.merge(base, compose(path))
         if overrides:
             where = f"{where} + command line"
             base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))

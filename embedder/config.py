@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from capcore.config import load_config as load_schema
+from capcore.errors import CapawareError
 
 
 @dataclass
@@ -148,6 +149,82 @@ class Stage1Config:
     dims: list[int] = field(default_factory=list)  # dimension sweep: every method at each of these
 
 
+# The choices of every named setting, checked when a config loads (and used by the code that acts on them),
+# so that a typo stops the run before a graph is built or a step is trained.
+TRACKS = ("pose", "layout", "caption")
+FORMATS = {"pose": ("pose_json", "mpii", "mpii_json"), "layout": ("lsun",), "caption": ("karpathy",)}
+LAYOUT_LABELS = ("auto", "surfaces", "regions")
+SPACES = ("wmd", "tfidf")
+ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
+FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
+LOSSES = ("log_ratio", "triplet", "margin")
+MININGS = ("dense", "binary")
+DISTANCES = ("squared", "euclidean")
+OPTIMIZERS = ("sgd", "adam")
+BATCHNORMS = ("batch", "sync", "frozen")
+PRECISIONS = ("auto", "float32", "bfloat16")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def problems(cfg) -> list[tuple[str, str, str]]:
+    """(key, problem, fix) for each value of a loaded stage-one config that no stage could use."""
+    out = []
+
+    def choice(key: str, value, options) -> None:
+        if value not in options:
+            out.append((key, f"unknown value {value!r}", f"use one of {', '.join(map(str, options))}"))
+
+    def positive(key: str, value, allow_none: bool = False) -> None:
+        if value is None and allow_none:
+            return
+        if value is None or value <= 0:
+            out.append((key, f"must be > 0, got {value}", "give a positive number"))
+
+    choice("device", cfg.device, DEVICES)
+    for prefix, data in (("data", cfg.data), ("pretrain.data", cfg.pretrain.data)):
+        if data is None:
+            continue
+        choice(f"{prefix}.track", data.track, TRACKS)
+        if data.track in FORMATS:
+            choice(f"{prefix}.format", data.format, FORMATS[data.track])
+        choice(f"{prefix}.layout_labels", data.layout_labels, LAYOUT_LABELS)
+        positive(f"{prefix}.input_size", data.input_size)
+    choice("captions.space", cfg.captions.space, SPACES)
+    choice("model.arch", cfg.model.arch, ARCHS)
+    positive("model.embed_dim", cfg.model.embed_dim)
+    t = cfg.train
+    choice("train.optimizer", t.optimizer, OPTIMIZERS)
+    choice("train.precision", t.precision, PRECISIONS)
+    choice("train.batchnorm", t.batchnorm, BATCHNORMS)
+    choice("train.freeze", t.freeze, FREEZABLE)
+    choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
+    for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
+        positive(f"train.{key}", getattr(t, key))
+    if t.k >= t.batch_size:
+        out.append(("train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",
+                    "set train.k < train.batch_size"))
+    positive("eval.k", cfg.eval.k)
+    positive("graph.m", cfg.graph.m)
+    for i, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
+        choice(f"{i}.loss", method.loss, LOSSES)
+        choice(f"{i}.mining", method.mining, MININGS)
+        choice(f"{i}.distance", method.distance, DISTANCES)
+        for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
+            positive(f"{i}.{key}", getattr(method, key), allow_none=True)
+    for d in cfg.dims:
+        positive("dims", d)
+    return out
+
+
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
-    """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise)."""
-    return load_schema(path, overrides, schema=schema)
+    """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise),
+    every named setting checked against its choices (``problems``): the first problem is one error line."""
+    cfg = load_schema(path, overrides, schema=schema)
+    if schema is Stage1Config:
+        found = problems(cfg)
+        if found:
+            key, problem, fix = found[0]
+            where = f"{path or '<defaults>'}{' + command line' if overrides else ''}"
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise CapawareError(where, f"{key}: {problem}{more}", fix)
+    return cfg

@@ -18,13 +18,13 @@ from tqdm import tqdm
 from capcore.errors import CapawareError
 from capdata.images import load_rgb
 from capdata.records import select
+from embedder.config import FORMATS
 
 IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
 IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
 DEFAULT_ANNOTATION = {"pose_json": "poses.json", "karpathy": "dataset_coco.json",
                       "mpii": "mpii_human_pose_v1_u12_1.mat", "mpii_json": "annot", "lsun": ""}
-FORMATS = {"pose": ("pose_json", "mpii", "mpii_json"), "layout": ("lsun",), "caption": ("karpathy",)}
 
 
 def ensure_synthetic(data) -> None:

@@ -15,9 +15,8 @@ from torch import nn
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
+from embedder.config import ARCHS, FREEZABLE
 
-ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
-FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
 """``train.freeze``: the trunk is frozen up to and including this stage (none: everything trains)."""
 
 

@@ -14,9 +14,8 @@ import numpy as np
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError
 from capdata.records import select
+from embedder.config import SPACES
 from embedder.labels.graph import NeighbourGraph, build_graph_bruteforce
-
-SPACES = ("wmd", "tfidf")
 
 
 class SubsetSpace:

@@ -32,7 +32,7 @@ from capcore.config import config_hash
 from capcore.device import autocast, pick_device, pick_precision
 from capcore.errors import CapawareError, run_cli
 from capcore.optim import adam
-from embedder.config import load_config
+from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
@@ -42,10 +42,6 @@ from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
 from embedder.track import prepare_track
-
-LOSSES = ("log_ratio", "triplet", "margin")
-MININGS = ("dense", "binary")
-BATCHNORMS = ("batch", "sync", "frozen")
 
 
 def slug(name: str) -> str:

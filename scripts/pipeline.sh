@@ -29,6 +29,7 @@ while (($#)); do
 done
 
 plan() { python scripts/pipeline_plan.py "$config" "${run_args[@]}" "$@"; }
+plan validate >/dev/null  # every stage config, checked before the first stage runs (one error line if not)
 mapfile -t stages < <(plan stages)
 run=$(plan run-dir)
 from=${from:-${stages[0]}} to=${to:-${stages[-1]}}

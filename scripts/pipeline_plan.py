@@ -5,6 +5,7 @@ it into the shell commands of each stage, the outputs a stage owns (for ``--forc
 of everything a stage's result depends on (its commands, the bytes of its config files, and the
 fingerprint of the stage before it), so the shell script stays a plain loop. Actions:
 
+    validate               load every stage config through its stage's validator (pipeline.sh: first)
     stages                 the stage names, in order
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
@@ -27,6 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from capcore.config import config_files  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
@@ -152,12 +154,30 @@ class Plan:
                 h.update(cmd.replace(self.run, "$RUN").encode())  # a copied run folder keeps its stages
                 for token in shlex.split(cmd):
                     if token.endswith((".yaml", ".yml")) and Path(token).is_file():
-                        h.update(Path(token).read_bytes())
+                        for path in config_files(token):  # the file and its defaults
+                            h.update(path.read_bytes())
         return h.hexdigest()[:16]
 
     def tables(self) -> list[str]:
         out = [str(Path(c.run_dir) / "results" / c.name / "retrieval.md") for c in map(self._stage1, self.stage1)]
         return out + ([str(Path(self.captioning_dir()) / "captioning.md")] if self.captioner_dirs() else [])
+
+    def validate(self) -> list[str]:
+        """Load every stage config of the run through its own stage's validator (stage one, features, XE,
+        SCST), so a bad value stops the pipeline before its first stage rather than hours into it."""
+        from captioners.config import load_captioner_config
+        from rl.config import load_scst_config
+
+        for e in self.stage1:
+            self._stage1(e)
+        for e in self.features:
+            self._features(e)
+        for e in self.captioners:
+            load_captioner_config(e.config, e.overrides)
+        for e in self.rl:
+            load_scst_config(e.config, e.overrides)
+        n = len(self.stage1) + len(self.features) + len(self.captioners) + len(self.rl)
+        return [f"{n} stage configs (with their overrides) valid"]
 
     def longest_first(self) -> list[Entry]:
         """Stage-one entries, those that class-pretrain (and generate a pretraining set) first: with
@@ -191,7 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="scripts/pipeline_plan.py", description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
-    parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs"))
+    parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs",
+                                           "validate"))
     parser.add_argument("stage", nargs="?", choices=STAGES)
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
@@ -199,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"{args.action} needs a STAGE")
     lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
-             "fingerprint": lambda: [plan.fingerprint(args.stage)],
+             "fingerprint": lambda: [plan.fingerprint(args.stage)], "validate": plan.validate,
              "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)]}[args.action]()
     if lines:
         print("\n".join(lines))
