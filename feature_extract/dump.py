@@ -38,6 +38,7 @@ from feature_extract import h5io
 from feature_extract.backbone import label_of, load_backbone
 from feature_extract.config import load_features_config
 from feature_extract.sources import ImageDataset, collate, list_images
+from feature_extract.verify import main as verify_main
 
 AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -223,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", required=True)
     parser.add_argument("--force", action="store_true", help="delete an existing output file and start over")
     parser.add_argument("--skip-bad", action="store_true", help="record undecodable images as skipped")
+    parser.add_argument("--verify", action="store_true", help="then check the file (python -m feature_extract.verify, "
+                        "with the config's Karpathy json when it names one), in this process")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
@@ -231,3 +234,5 @@ def main(argv: list[str] | None = None) -> None:
         cfg.skip_bad = True
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "feature_extract", *argv])
     print(summary(dump(cfg, command, force=args.force), cfg))
+    if args.verify:
+        verify_main([cfg.out] + (["--images", cfg.images.karpathy] if cfg.images.karpathy else []))
