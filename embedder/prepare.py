@@ -20,11 +20,14 @@ from embedder.data import read_records
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m embedder.prepare", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
+    parser.add_argument("--only", choices=("track", "pretrain"), default=None,
+                        help="only the track's set, or only the class-pretraining set (the pipeline prepares "
+                        "them as two commands that can run side by side)")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
-    sets = [(cfg.data, cfg.data.track)]
-    if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained":
+    sets = [(cfg.data, cfg.data.track)] if args.only != "pretrain" else []
+    if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained" and args.only != "track":
         sets.append((cfg.pretrain.data, "class-pretraining"))
     for data, what in sets:
         records = read_records(data)

@@ -150,6 +150,13 @@ class TrunkHead(torch.nn.Module):
         return self.head(features.float())
 
 
+def memory_format(device: torch.device, dtype: torch.dtype | None) -> torch.memory_format:
+    """channels_last where it pays: under bfloat16 autocast and on GPUs. A float32 step on a CPU is
+    faster in the default layout (resnet18, batch 96, one thread: 0.27 vs 0.28 s at 32 px, 0.91 vs
+    1.00 s at 64 px), while bfloat16 wants channels_last (0.30 vs 0.31 s at 32 px, 0.56 vs 0.66 s at 64 px)."""
+    return torch.channels_last if dtype is not None or device.type == "cuda" else torch.contiguous_format
+
+
 MAX_FROZEN_CACHE_GB = 8.0
 
 
@@ -166,7 +173,7 @@ def frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) 
         if gb > MAX_FROZEN_CACHE_GB:
             raise CapawareError("train.freeze", f"the frozen maps of {len(bank)} images would take {gb:.0f} GB",
                                 "use train.freeze=none on a set this large (the cache is for small sets)")
-    return torch.cat(out).contiguous(memory_format=torch.channels_last)
+    return torch.cat(out).contiguous(memory_format=memory_format(device, dtype))
 
 
 def lr_factor(t, per_epoch: int, total: int):
@@ -220,8 +227,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
                             f"set train.batch_size >= {world} or start fewer processes")
     rank0 = rank == 0
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device).to(
-        memory_format=torch.channels_last)
+    layout = memory_format(device, dtype)
+    model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device).to(memory_format=layout)
     model = prepare_batchnorm(model, t.batchnorm, device, world)
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
     prefix, rest = model.split_trunk(t.freeze)
@@ -280,7 +287,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         maps = frozen_maps(prefix, bank, device, dtype)
         inputs, to_input = (lambda index: maps[torch.as_tensor(index)]), (lambda x: x.to(device))
     else:
-        inputs, to_input = bank.uint8, (lambda x: normalise(x, device))
+        inputs, to_input = bank.uint8, (lambda x: normalise(x, device).contiguous(memory_format=layout))
     bar = tqdm(total=total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
     workers = cfg.data.num_workers
     loader = torch.utils.data.DataLoader(

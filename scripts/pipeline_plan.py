@@ -95,12 +95,15 @@ class Plan:
     def commands(self, stage: str) -> list[str]:
         py = "python"
         if stage == "data":
-            seen, out = set(), []
-            for e in self.longest_first():
-                root = self._stage1(e).data.root
-                if root not in seen:
-                    seen.add(root)
-                    out.append(f"{py} -m embedder.prepare --config {e.args()}")
+            seen, out = set(), []  # one command per dataset folder: a class-pretraining set is a command of
+            for e in self.longest_first():  # its own, so that it is generated beside the track sets
+                c = self._stage1(e)
+                pretrain = c.pretrain.data.root if c.pretrain.data is not None and c.model.init == "class-pretrained" \
+                    else None
+                for root, only in ((pretrain, "pretrain"), (c.data.root, "track")):
+                    if root is not None and root not in seen:
+                        seen.add(root)
+                        out.append(f"{py} -m embedder.prepare --only {only} --config {e.args()}")
             return out
         if stage == "stage1":
             return [f"bash scripts/stage1_embedder.sh {e.args()}" for e in self.longest_first()]
