@@ -56,7 +56,9 @@ def test_label_space_is_one_config_key(tmp_path):
 def test_unknown_caption_space_is_refused(tmp_path):
     from capcore.errors import CapawareError
 
-    cfg = tiny_cfg(tmp_path, "captions.space=bleu")
-    records = read_records(cfg.data)
+    with pytest.raises(CapawareError, match="captions.space: unknown value 'bleu'.*use one of wmd, tfidf"):
+        tiny_cfg(tmp_path, "captions.space=bleu")  # refused when the config loads, before any data is read
+    cfg = tiny_cfg(tmp_path)
+    cfg.captions.space = "bleu"  # a config changed after loading is still refused where the spaces are built
     with pytest.raises(CapawareError, match="captions.space"):
-        make_spaces(cfg, records, np.arange(4), np.arange(4), tmp_path)
+        make_spaces(cfg, read_records(cfg.data), np.arange(4), np.arange(4), tmp_path)
