@@ -31,7 +31,7 @@ study: venv
 
 # Speed measurements (minutes; each prints the command that reproduces it and its ratios).
 bench: venv
-	for b in bench_log_ratio bench_adam bench_caption_graph bench_features bench_captioners bench_scst; do \
+	for b in bench_log_ratio bench_adam bench_stage1_precision bench_caption_graph bench_features bench_captioners bench_scst; do \
 	  PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) benchmarks/$$b.py || exit 1; done
 
 clean-demo:

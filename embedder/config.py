@@ -205,12 +205,12 @@ def problems(cfg) -> list[tuple[str, str, str]]:
                     "set train.k < train.batch_size"))
     positive("eval.k", cfg.eval.k)
     positive("graph.m", cfg.graph.m)
-    for i, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
-        choice(f"{i}.loss", method.loss, LOSSES)
-        choice(f"{i}.mining", method.mining, MININGS)
-        choice(f"{i}.distance", method.distance, DISTANCES)
+    for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
+        choice(f"{where}.loss", method.loss, LOSSES)
+        choice(f"{where}.mining", method.mining, MININGS)
+        choice(f"{where}.distance", method.distance, DISTANCES)
         for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
-            positive(f"{i}.{key}", getattr(method, key), allow_none=True)
+            positive(f"{where}.{key}", getattr(method, key), allow_none=True)
     for d in cfg.dims:
         positive("dims", d)
     return out

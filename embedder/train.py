@@ -151,9 +151,9 @@ class TrunkHead(torch.nn.Module):
 
 
 def memory_format(device: torch.device, dtype: torch.dtype | None) -> torch.memory_format:
-    """channels_last where it pays: under bfloat16 autocast and on GPUs. A float32 step on a CPU is
-    faster in the default layout (resnet18, batch 96, one thread: 0.27 vs 0.28 s at 32 px, 0.91 vs
-    1.00 s at 64 px), while bfloat16 wants channels_last (0.30 vs 0.31 s at 32 px, 0.56 vs 0.66 s at 64 px)."""
+    """channels_last where it pays: under bfloat16 autocast and on GPUs. On this CPU a float32 step is
+    faster in the default layout and a bfloat16 one in channels_last (resnet18, batch 96, one thread:
+    ``python benchmarks/bench_stage1_precision.py`` prints each at 32 and 64 px)."""
     return torch.channels_last if dtype is not None or device.type == "cuda" else torch.contiguous_format
 
 

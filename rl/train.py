@@ -96,18 +96,20 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
     def step(batch: dict, ctx: StepContext) -> StepResult:
         fc, att = batch["fc"].to(device), batch["att"].to(device)
         label_ix = train_set.label_ix[batch["index"].numpy()]
-        B, share = len(label_ix), global_share(ctx, len(label_ix))
+        B = len(label_ix)
+        positions, global_images, real = global_share(ctx, B)
         model.train(t.sample_dropout)
         with autocast(device, dtype):
             greedy = greedy_captions(model, fc, att, max_len) if t.baseline == "greedy" else None
-            dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler, *share[:2])
+            dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler, positions,
+                                   global_images)
         greedy_r = reward(greedy, label_ix) if greedy is not None else None
         r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
         base = baseline(t.baseline, r, greedy_r)
-        real, global_images = share[2], share[1]
         rows = None if ctx.world == 1 else global_images * n / ctx.world  # DDP-style: averaged grads
         loss = scst_loss(dec.logprob, r, base, rows) * real
-        sums = [r.sum(), base.sum(), (r - base).sum(), np.abs(r - base).sum()]  # the mean baseline's mean advantage is 0
+        # (the mean baseline's mean advantage is 0)
+        sums = [r.sum(), base.sum(), (r - base).sum(), np.abs(r - base).sum()]
         totals = distributed.all_sum(torch.tensor(sums + [r.size], dtype=torch.float64) * real).tolist()
         stats = dict(zip(("reward", "baseline", "advantage", "advantage_abs"), (v / totals[-1] for v in totals[:-1])))
         if t.xe_weight > 0:  # mixed objective: keep the references' likelihood while chasing the reward
