@@ -57,6 +57,7 @@ class CapTrainConfig:
     ss_max_prob: float = 0.25
     label_smoothing: float = 0.0
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
+    compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
     ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = 25  # steps between TensorBoard scalars
     stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)

@@ -22,7 +22,8 @@ class Decoded:
 
 
 def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
-                generator: torch.Generator | None = None, noise: torch.Tensor | None = None) -> Decoded:
+                generator: torch.Generator | None = None, noise: torch.Tensor | None = None,
+                repeat: int = 1) -> Decoded:
     """Greedy (``temperature=None``) or sampling from softmax(logits / temperature).
 
     Autograd follows the caller's mode: the decoders below run it under ``no_grad``; self-critical
@@ -30,9 +31,11 @@ def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
     forward pass. ``noise`` ([max_len, B] uniforms) samples by inverse CDF instead of ``multinomial``:
     row b's word at step t is the first whose cumulative probability reaches noise[t, b], so a row's
     sample depends on its own noise alone, whichever other rows share the batch (SCST under torchrun
-    draws one global noise tensor and each process takes its rows)."""
-    B = fc.size(0)
-    enc = model.encode(fc, att)
+    draws one global noise tensor and each process takes its rows). ``repeat`` decodes each image that
+    many times in a row (SCST's samples): its features are embedded once and the embedding repeated,
+    as self-critical.pytorch does, not the raw 2048-channel grid embedded ``repeat`` times."""
+    B = fc.size(0) * repeat
+    enc = model.encode(fc, att).repeat(repeat)
     state = model.init_state(B)
     words = torch.zeros(B, dtype=torch.long, device=fc.device)
     done = torch.zeros(B, dtype=torch.bool, device=fc.device)

@@ -29,6 +29,7 @@ from captioners.config import CaptionerConfig, features_path, load_captioner_con
 from captioners.data import CaptionDataset
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab
+from captioners.speed import apply_compile
 from captioners.trainer import (
     Recipe,
     StepContext,
@@ -99,6 +100,8 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 att_feat_size=info.att_shape[1], input_encoding_size=cfg.model.input_encoding_size,
                 rnn_size=cfg.model.rnn_size, att_hid_size=cfg.model.att_hid_size, drop_prob_lm=cfg.model.drop_prob_lm)
     model = Captioner(**args).to(device)
+    if cfg.train.compile:
+        apply_compile(model)
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
               "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
               "config_hash": config_hash(cfg), "stage": "xe",

@@ -208,8 +208,12 @@ def freeze_bn(model: torch.nn.Module) -> None:
             m.eval()
 
 
-def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True) -> Path:
-    """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt."""
+def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True,
+                 on_step=None) -> Path:
+    """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt.
+
+    ``on_step(step, model)``, when given, is called after every optimiser step (the benchmarks' learning
+    curves); it must leave the model's mode and weights as it found them."""
     out_dir = Path(out_dir)
     final = out_dir / "model.pt"
     if final.is_file():
@@ -307,6 +311,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         sched.step()
         step += 1
         bar.update(1)
+        if on_step is not None:
+            on_step(step, model)
         if step % t.log_every == 0 or step == total:
             writer.add_scalar("train/loss", loss.item(), step)
             writer.add_scalar("train/lr", sched.get_last_lr()[0], step)

@@ -36,6 +36,7 @@ class SCSTTrainConfig:
     sample_dropout: bool = True  # sample in train mode (dropout on, self-critical.pytorch) | false: eval mode
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
+    compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
     ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = 25  # steps between TensorBoard scalars
     stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)

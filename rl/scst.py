@@ -35,8 +35,7 @@ def sample_captions(model, fc: torch.Tensor, att: torch.Tensor, n: int, max_len:
     noise = torch.rand(max_len, global_images * n, generator=generator, device=generator.device if generator else None)
     rows = torch.as_tensor((positions[:, None] * n + np.arange(n)).reshape(-1), device=noise.device)
     with torch.enable_grad():
-        return decoding.sample_loop(model, fc.repeat_interleave(n, 0), att.repeat_interleave(n, 0), max_len,
-                                    temperature, generator, noise[:, rows])
+        return decoding.sample_loop(model, fc, att, max_len, temperature, generator, noise[:, rows], repeat=n)
 
 
 @torch.no_grad()

@@ -34,6 +34,7 @@ from captioners.data import CaptionDataset
 from captioners.discriminative import discriminativeness
 from captioners.model import build_captioner, caption_mask, xe_loss
 from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_vocab
+from captioners.speed import apply_compile
 from captioners.trainer import (
     Recipe,
     StepContext,
@@ -158,6 +159,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     torch.manual_seed(cfg.seed)
     model = build_captioner(dict(xe["model_args"])).to(device)
     model.load_state_dict(xe["model"])
+    if cfg.train.compile:
+        apply_compile(model)
     reward = CiderReward(labels, doc_freq, cfg.reward.sigma)
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)

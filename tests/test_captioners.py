@@ -28,6 +28,7 @@ from captioners.decoding import (
     sequence_logprob,
 )
 from captioners.model import Captioner, Encoded, caption_mask, xe_loss
+from captioners.speed import apply_compile
 from captioners.prepro import (
     UNK,
     build_vocab,
@@ -218,6 +219,24 @@ def test_core_one_step_shapes_and_gradient_flow(core, layers):
     loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+
+
+def test_compiled_core_gives_the_eager_loss_gradients_and_state_dict():
+    """train.compile (captioners/speed.py) changes how the core runs, not what it computes or saves."""
+    eager = tiny_model("att2all2")
+    compiled = tiny_model("att2all2")
+    apply_compile(compiled)
+    assert list(compiled.state_dict()) == list(eager.state_dict())  # checkpoints stay interchangeable
+    fc, att = torch.randn(3, 8), torch.randn(3, 5, 8)
+    seq = torch.tensor([[[1, 2, 3, 0], [4, 0, 0, 0]]] * 3)
+    grads = []
+    for model in (eager, compiled):
+        loss = xe_loss(model(fc, att, seq), seq.view(-1, 4))
+        loss.backward()
+        grads.append((loss.detach(), [p.grad for p in model.parameters()]))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(grads[0][1], grads[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
 def test_caption_mask_covers_words_and_one_eos():

@@ -96,6 +96,24 @@ def test_sample_logprob_is_words_plus_eos_and_ignores_what_follows(core):
                                                                         abs=1e-5)
 
 
+def test_samples_embed_each_image_once_with_the_gradients_of_repeated_features():
+    """sample_captions embeds an image's features once for its n samples (as self-critical.pytorch
+    does); its log-probabilities and their gradients are those of the features repeated n times."""
+    model = tiny_captioner("topdown").eval()
+    fc, att = torch.randn(3, 4), torch.randn(3, 2, 4)
+    rows = []
+    hook = model.att_embed.register_forward_hook(lambda mod, inp, out: rows.append(inp[0].shape[0]))
+    dec = sample_captions(model, fc, att, n=4, max_len=5, generator=torch.Generator().manual_seed(1))
+    hook.remove()
+    assert rows == [3]  # 3 images embedded once, not 12 rows
+    dec.logprob.sum().backward()
+    once = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    sequence_logprob(model, fc.repeat_interleave(4, 0), att.repeat_interleave(4, 0), dec.seq, 5).sum().backward()
+    for a, b in zip(once, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- toy problem: exact expectation
 
 TOY_REFS = [[[1, 2, 0], [1, 2, 3]], [[3, 4, 0], [4, 3, 0]], [[2, 0, 0], [2, 1, 0]]]
