@@ -29,10 +29,12 @@ STUDY_RUN ?= runs/study
 study: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/pipeline_study.yaml $(STUDY_RUN) 0 1 2
 
-# Speed measurements (minutes; each prints the command that reproduces it and its ratios).
+# Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
+# README's benchmark blocks are their outputs, saved under benchmarks/results/).
 bench: venv
-	for b in bench_log_ratio bench_adam bench_stage1_precision bench_caption_graph bench_features bench_captioners bench_scst; do \
-	  PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) benchmarks/$$b.py || exit 1; done
+	mkdir -p benchmarks/results
+	for b in bench_log_ratio bench_adam bench_stage1_precision bench_stage1_overhead bench_caption_graph bench_caption_graph_scale bench_features bench_captioners bench_vs_selfcritical bench_scst; do \
+	  PATH="$(abspath $(VENV))/bin:$$PATH" bash -o pipefail -c "$(PY) benchmarks/$$b.py | tee benchmarks/results/$$b.txt" || exit 1; done
 
 clean-demo:
 	rm -rf runs/demo results

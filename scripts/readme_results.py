@@ -2,7 +2,8 @@
 
 README holds blocks ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``; each is replaced by the
 file given for NAME: a Markdown table (``.md``) verbatim, a flat JSON object (``.json``) as a
-one-row table of its numbers. So the README's figures are the result files' bytes, never retyped;
+one-row table of its numbers, a command's printed output (``.txt``, e.g. a benchmark's) verbatim in a
+fenced block. So the README's figures are the result files' bytes, never retyped;
 a header line under each block names the file, and the commit it was made at.
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ def render(path: Path) -> str:
         keys = [k for k, v in data.items() if isinstance(v, (int, float))]
         return ("| " + " | ".join(keys) + " |\n|" + "---:|" * len(keys) + "\n| "
                 + " | ".join(f"{data[k]:.3f}" for k in keys) + " |\n")
+    if path.suffix == ".txt":
+        return "```text\n" + path.read_text().strip("\n") + "\n```\n"
     return path.read_text().strip() + "\n"
 
 

@@ -28,7 +28,6 @@ from captioners.decoding import (
     sequence_logprob,
 )
 from captioners.model import Captioner, Encoded, caption_mask, xe_loss
-from captioners.speed import apply_compile
 from captioners.prepro import (
     UNK,
     build_vocab,
@@ -37,6 +36,7 @@ from captioners.prepro import (
     read_labels,
     read_vocab,
 )
+from captioners.speed import apply_compile
 from feature_extract.h5io import read_feats_info
 from tests.fixtures_builders import write_karpathy
 

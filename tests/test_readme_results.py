@@ -27,6 +27,11 @@ def test_blocks_are_replaced_by_the_files_and_nothing_else_changes(tmp_path):
     assert f"From `{table}`" in text
     main([f"t={table}", "--readme", str(readme)])  # idempotent
     assert readme.read_text() == text
+    out = tmp_path / "bench.txt"
+    out.write_text("# python benchmarks/x.py\n  a   1.5 s\n")  # a benchmark's output: verbatim, fenced
+    main([f"t={out}", "--readme", str(readme)])
+    assert "<!-- results:t -->\n<sub>From `" + str(out) in readme.read_text()
+    assert "\n```text\n# python benchmarks/x.py\n  a   1.5 s\n```\n<!-- /results:t -->" in readme.read_text()
     with pytest.raises(CapawareError, match="no block"):
         main([f"missing={table}", "--readme", str(readme)])
     with pytest.raises(CapawareError, match="not found"):
