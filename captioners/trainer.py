@@ -32,6 +32,7 @@ from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.config import config_hash
 from capcore.errors import CapawareError
+from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.data import (
     CaptionDataset,
     EpochBatches,
@@ -120,11 +121,12 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     """Train (or resume, or notice it is finished) with ``recipe``'s step; returns the path of best.pt.
     ``shared`` goes into every checkpoint (model_args, vocabulary, paths, fingerprint...)."""
     out, t = Path(cfg.out_dir), cfg.train
+    where = CaptionerDir(out)
     world, rank0 = distributed.world_size(), distributed.is_main()
     opt = torch.optim.Adam(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps, weight_decay=t.weight_decay)
     per_epoch = steps_per_epoch(len(train_set), t.batch_size)
     total = t.epochs * per_epoch
-    last, best_path = out / "last.pt", out / "best.pt"
+    last, best_path = where.last, where.best
     step, best, history = 0, -math.inf, []
     stats: dict[str, list[float]] = {k: [] for k in recipe.stats}  # per step, since the last validation
     if last.is_file():
@@ -148,7 +150,10 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             return best_path
     if rank0:
         out.mkdir(parents=True, exist_ok=True)
-        write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        write_text(where.config, OmegaConf.to_yaml(cfg, resolve=True))
+        manifest = CaptionerManifest(stage=shared["stage"], core=shared["model_args"]["core"],
+                                     features=shared["features"], refs=str(cfg.data.json))
+        write_manifest(where.manifest, manifest, cfg.run_dir)
 
     def checkpoint(done: bool) -> None:
         if not rank0:
@@ -189,7 +194,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     if recipe.validate_first and step == 0 and not history:
         if rank0:
             validate(0, t.lr)
-            write_text(out / "history.json", json.dumps(history, indent=1))
+            write_text(where.history, json.dumps(history, indent=1))
         checkpoint(done=False)
         distributed.barrier()
     bar = tqdm(total=total, initial=step, desc=cfg.name, disable=not (progress and rank0))
@@ -237,7 +242,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             stopped = bool(distributed.all_sum(torch.tensor(float(stopped), device=device)).item() > 0)
         checkpoint(done=step == total or stopped)
         if rank0:
-            write_text(out / "history.json", json.dumps(history, indent=1))
+            write_text(where.history, json.dumps(history, indent=1))
         distributed.barrier()  # the others wait for rank 0's validation and checkpoint
         if stopped:
             if rank0:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
+from capcore.run_layout import StudyDir
 from embedder.config import load_config
 from embedder.data import read_records
 from embedder.labels.graph import read_graph, write_graph
@@ -183,7 +184,7 @@ def merge_shards(cfg, n_shards: int | None = None, config_name: str = "CFG", ove
             attrs = {k: v for k, v in shard.attrs.items() if k not in SHARD_KEYS and k != "complete"}
     if "emd_solves" in attrs:
         attrs["emd_solves"] = solves
-    out = Path(cfg.out_dir) / "labels.h5"
+    out = StudyDir(cfg.out_dir).labels
     write_graph(out, np.concatenate(idx), np.concatenate(dist), {**attrs, **identity, "merged_shards": n_shards})
     if progress:
         print(f"merged {n_shards} shards -> {out}: {n} items x {m} neighbours ({space.name}); "

@@ -28,6 +28,7 @@ from capcore.config import config_hash
 from capcore.device import autocast, pick_device, pick_precision
 from capcore.errors import CapawareError, run_cli
 from capcore.optim import adam
+from capcore.run_layout import TrainDir
 from embedder.config import load_config
 from embedder.data import ImageBank, normalise, read_records, split_records
 from embedder.model import Embedder, build_model
@@ -149,7 +150,7 @@ class Views:
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     """Train trunk + a linear multi-label classifier (BCE) on ``views``; return the checkpoint path."""
     out_dir = Path(out_dir)
-    final = out_dir / "model.pt"
+    final = TrainDir(out_dir).model
     if final.is_file():
         return final
     p = cfg.pretrain
@@ -160,7 +161,7 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
-    ckpt, fingerprint, step = out_dir / "last.pt", config_hash(cfg.pretrain) + cfg.model.arch, 0
+    ckpt, fingerprint, step = TrainDir(out_dir).last, config_hash(cfg.pretrain) + cfg.model.arch, 0
     if ckpt.is_file():
         state = load_checkpoint(ckpt)
         if state["fingerprint"] == fingerprint:

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from capcore.run_layout import ITEMS
+
 
 def load_retrievals(ret_dir: Path) -> list[dict]:
     rows = []
@@ -31,7 +33,7 @@ def write_grids(ret_dir: Path, out_dir: Path, queries: list[int], top: int = 8,
     import matplotlib.pyplot as plt
 
     ret_dir, out_dir = Path(ret_dir), Path(out_dir)
-    items = json.loads((ret_dir / "items.json").read_text())
+    items = json.loads((ret_dir / ITEMS).read_text())
     rows = [r for r in load_retrievals(ret_dir) if methods is None or r["name"] in methods]
     captions = items.get("captions")
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.config import to_yaml
 from capcore.device import pick_device
 from capcore.errors import run_cli
+from capcore.run_layout import MANIFEST, RunDir, StudyDir, StudyManifest, write_manifest
 from embedder.config import load_config
 from embedder.data import ImageBank, read_records, split_records
 from embedder.model import build_model
@@ -79,7 +80,7 @@ def oracle(track: Track, k: int, exclude_self: bool, cfg=None) -> tuple[np.ndarr
     """
     if cfg is not None and exclude_self and track.eval_space.name == "caption_wmd" \
             and len(track.db_idx) == len(track.eval_space):
-        graph = load_or_build_graph(Path(cfg.out_dir) / "eval_labels.h5", track.eval_space, cfg, k)
+        graph = load_or_build_graph(StudyDir(cfg.out_dir).eval_labels, track.eval_space, cfg, k)
         return graph.nn_idx[track.query_idx].astype(np.int64), graph.nn_dist[track.query_idx]
     idx, dist = [], []
     for start in range(0, len(track.query_idx), 256):
@@ -126,7 +127,7 @@ def resolve_init(cfg, track: Track, progress: bool):
         return cfg
     bank = pretraining_bank(cfg) if cfg.pretrain.data is not None else track.train_bank
     _, names = category_targets(bank.records)
-    path = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop), progress)
+    path = pretrain(cfg, StudyDir(cfg.out_dir).class_pretrained.root, Views(bank, names, cfg.pretrain.crop), progress)
     if distributed.is_main() and getattr(bank.records, "attributes", None) is not None:
         # held out: the caption set's val images, the ones whose features the captioners will read
         acc = report_accuracy(cfg, path, read_records(cfg.data), names, "val")
@@ -138,20 +139,21 @@ def resolve_init(cfg, track: Track, progress: bool):
 
 def run_study(cfg, progress: bool = True) -> Path:
     out = Path(cfg.out_dir)
+    where = StudyDir(out)
     device = pick_device(cfg.device)
     distributed.init(device)
     rank0 = distributed.is_main()  # under torchrun the other processes only help train_method
     out.mkdir(parents=True, exist_ok=True)
     if rank0:
-        write_text(out / "config.yaml", to_yaml(cfg))
+        write_text(where.config, to_yaml(cfg))
     with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
         track = prepare_track(cfg)
     k = min(cfg.eval.k, len(track.db_idx) - 1)
-    ret_dir = out / "retrieval"
+    ret_dir = where.retrieval
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
     if rank0:
-        write_items(ret_dir / "items.json", track.eval_records)
+        write_items(where.items, track.eval_records)
         oracle_idx, ideal = oracle(track, k, exclude, cfg)
         write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
         eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
@@ -184,7 +186,7 @@ def run_study(cfg, progress: bool = True) -> Path:
             if dim is not None:
                 m.embed_dim = dim
             tag = slug(m.name) + (f"_d{dim}" if dim is not None else "")
-            ckpt = train_method(cfg, m, out / "methods" / tag, track.train_bank, track.train_space,
+            ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank, track.train_space,
                                 track.graph.nn_idx, progress)
             state = load_checkpoint(ckpt)
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
@@ -205,11 +207,23 @@ def main(argv: list[str] | None = None) -> None:
     ret_dir = run_study(cfg)
     if not distributed.is_main():
         return
-    results = Path(args.results or Path(cfg.run_dir) / "results") / cfg.name
+    results = Path(args.results) / cfg.name if args.results else RunDir(cfg.run_dir).results(cfg.name)
     command = shlex.join(["python", "-m", "embedder.study", *(argv if argv is not None else sys.argv[1:])])
     print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))
     grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
+    write_manifest(results / MANIFEST, study_manifest(cfg), cfg.run_dir)
     print(f"tables, curves and {len(grids)} retrieval grids in {results}/")
+
+
+def study_manifest(cfg) -> StudyManifest:
+    """The facts eval.report needs about this study, from its config (capcore/run_layout.py)."""
+    dims = list(cfg.dims)
+    rows = {m.name + (f" {d}-D" if d is not None else ""): m.loss for d in (dims or [None]) for m in cfg.methods}
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    return StudyManifest(name=cfg.name, track=cfg.data.track, study_dir=str(cfg.out_dir), sweep=bool(dims),
+                         losses=rows, data=data, query_split=cfg.eval.query_split, db_split=cfg.eval.db_split)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from capcore.errors import CapawareError
+from capcore.run_layout import StudyDir
 from capdata.records import select
 from embedder.data import ImageBank, read_records
 from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
@@ -61,7 +62,7 @@ def prepare_track(cfg) -> Track:
     train_idx, eval_idx = split_indices(cfg, records)
     e = cfg.eval
     train_space, eval_space = make_spaces(cfg, records, train_idx, eval_idx, out)
-    graph = load_or_build_graph(out / "labels.h5", train_space, cfg, cfg.graph.m)
+    graph = load_or_build_graph(StudyDir(out).labels, train_space, cfg, cfg.graph.m)
     train = select(records, train_idx)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
 

@@ -32,6 +32,7 @@ from capcore.config import config_hash
 from capcore.device import autocast, pick_device, pick_precision
 from capcore.errors import CapawareError, run_cli
 from capcore.optim import adam
+from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
@@ -215,7 +216,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     ``on_step(step, model)``, when given, is called after every optimiser step (the benchmarks' learning
     curves); it must leave the model's mode and weights as it found them."""
     out_dir = Path(out_dir)
-    final = out_dir / "model.pt"
+    final = TrainDir(out_dir).model
     if final.is_file():
         if load_checkpoint(final).get("fingerprint") != run_fingerprint(cfg, method):
             raise CapawareError(final, "a finished run of another config or method is in the way",
@@ -251,7 +252,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
 
-    ckpt_path, fingerprint = out_dir / "last.pt", run_fingerprint(cfg, method)
+    ckpt_path, fingerprint = TrainDir(out_dir).last, run_fingerprint(cfg, method)
     step, warmup = 0, []
     if t.head_warmup_steps > 0 and not ckpt_path.is_file():  # a resumed run has its warmed head already
         warm = StepBatches(sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
@@ -343,7 +344,7 @@ def main(argv: list[str] | None = None) -> None:
     distributed.init(pick_device(cfg.device))
     with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
         track = prepare_track(cfg)
-    out = train_method(cfg, cfg.method, Path(cfg.out_dir) / "methods" / slug(cfg.method.name),
+    out = train_method(cfg, cfg.method, StudyDir(cfg.out_dir).method(slug(cfg.method.name)).root,
                        track.train_bank, track.train_space, track.graph.nn_idx)
     if distributed.is_main():
         print(f"stage one: {cfg.method.name} -> {out}")

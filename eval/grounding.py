@@ -38,6 +38,7 @@ from torch.utils.data import Dataset
 from capcore.atomic import write_text
 from capcore.device import pick_device
 from capcore.errors import CapawareError, run_cli
+from capcore.run_layout import CaptionerDir
 from captioners.data import CaptionDataset
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
@@ -76,7 +77,7 @@ class SwappedFeatures(Dataset):
 
 def checkpoint_of(run: str | Path) -> Path:
     run = Path(run)
-    path = run / "best.pt" if run.is_dir() else run
+    path = CaptionerDir(run).best if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "captioner checkpoint not found", "pass a captioner run folder (with best.pt) "
                             "or a checkpoint written by captioners.train / rl.train")

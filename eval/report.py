@@ -28,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from capcore.errors import CapawareError, run_cli
+from capcore.run_layout import RunDir
 from embedder.retrieval_report import BOUNDS, TABLE_K, plot_curves
 from eval.report_captions import section_attention, section_examples, section_table1
 from eval.report_html import Cell, Section, anchor, code, esc, figure, page, table
@@ -370,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", type=int, default=6, help="caption examples to show (default 6)")
     parser.add_argument("--tsne-points", type=int, default=1500, help="most items in the t-SNE map")
     a = parser.parse_args(argv)
-    out = Path(a.out) if a.out else Path(a.run) / "report"
+    out = Path(a.out) if a.out else RunDir(a.run).report
     args = argv if argv is not None else sys.argv[1:]
     command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.report", *args])
     sections = write_report(Path(a.run), out, command, max(1, a.examples), max(10, a.tsne_points))

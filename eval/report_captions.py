@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from capcore.run_layout import CaptionerDir
 from eval.report_html import Cell, Section, anchor, code, esc, figure, table
 from eval.report_inputs import CaptionRun, karpathy_refs, sort_key
 from eval.results_table import COLUMNS, DIGITS, GROUNDING
@@ -70,7 +71,7 @@ def curves(ctx, sec: Section, runs: list[CaptionRun]) -> None:
 
     histories = {}
     for run in runs:
-        path = run.run_dir / "history.json" if run.run_dir else None
+        path = CaptionerDir(run.run_dir).history if run.run_dir else None
         if path is not None and path.is_file():
             rows = json.loads(path.read_text())
             histories[run.label] = ([h["epoch"] for h in rows], [h["cider_d"] for h in rows], run.key[2])
@@ -184,7 +185,7 @@ def section_attention(ctx, captioning) -> Section:
             "under the word). Written by " + code("python -m eval.attention_maps --attention RUN_DIR/attention_test.h5 "
                                                   "--refs DATASET_JSON --out RUN_DIR/attention") + ".</p>")
     for run in runs:
-        folder = run.run_dir / "attention" if run.run_dir else None
+        folder = CaptionerDir(run.run_dir).attention_pictures if run.run_dir else None
         pngs = sorted(folder.glob("*.png")) if folder and folder.is_dir() else []
         sec.add(f"<h3>{esc(run.label)}</h3>")
         if not pngs:

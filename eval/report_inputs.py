@@ -1,11 +1,13 @@
-"""What eval.report reads from a pipeline run folder, found from the files themselves.
+"""What eval.report reads from a pipeline run folder.
 
-Retrieval studies: ``RUN/results/<study>/retrieval.json`` (embedder.retrieval_report); a row's ``file``
-names its ``.npz``, whose folder's parent is the study's run folder (config.yaml gives the track and
-whether it is a dimension sweep). Captioners: ``RUN/results/captioning/captioning.json``
-(eval.results_table); a row's ``preds`` lies in its captioner run folder. Paths inside these files
-may be relative to the folder the stage ran in, or the run folder may have moved since, so every
-path is looked up by :func:`locate` rather than trusted.
+Retrieval studies: ``RUN/results/<study>/retrieval.json`` (embedder.retrieval_report) and, beside it,
+the study's manifest (capcore.run_layout.StudyManifest: track, study folder, data, losses). Captioners:
+``RUN/results/captioning/captioning.json`` (eval.results_table); a row's ``preds`` lies in its
+captioner run folder, whose manifest (CaptionerManifest) names the references. Run folders made
+before manifests existed are still read: the study folder is then the parent of a row's ``.npz``
+folder and the facts come from its saved config.yaml. Paths recorded inside these files may be
+relative to the folder the stage ran in, or the run folder may have moved since, so every path is
+looked up by :func:`locate` rather than trusted.
 """
 from __future__ import annotations
 
@@ -16,6 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+from capcore.run_layout import (
+    MANIFEST,
+    CaptionerDir,
+    CaptionerManifest,
+    RunDir,
+    StudyDir,
+    StudyManifest,
+    read_manifest,
+    resolve,
+)
 from embedder.retrieval_report import BOUNDS
 
 TRACKS = ("pose", "layout", "caption")
@@ -93,10 +105,11 @@ class Study:
     results_dir: Path
     title: str
     rows: dict[str, dict]  # retrieval.json rows, in table order
-    run_dir: Path | None  # config.yaml, retrieval/*.npz, items.json, methods/
-    config: dict | None
+    run_dir: Path | None  # the study folder: config.yaml, retrieval/*.npz, items.json, methods/
     track: str
     sweep: bool
+    losses: dict[str, str]  # row name -> loss of its method
+    data: dict  # root, format, annotation of the dataset; query_split, db_split of the evaluation
 
     @property
     def k_max(self) -> int:
@@ -105,7 +118,7 @@ class Study:
     def npz(self, name: str, run: Path) -> Path | None:
         found = locate(self.rows[name].get("file"), run)
         if found is None and self.run_dir is not None:  # the rows' npz files moved with their study
-            found = locate(self.run_dir / "retrieval" / Path(str(self.rows[name].get("file", ""))).name, run)
+            found = locate(StudyDir(self.run_dir).retrieval / Path(str(self.rows[name].get("file", ""))).name, run)
         return found
 
     def baseline(self) -> str | None:
@@ -117,32 +130,49 @@ class Study:
         return [n for n in self.rows if n not in BOUNDS and n != base]
 
     def log_ratio_rows(self) -> list[str]:
-        """Rows trained with the log-ratio loss: by the config's ``methods[].loss``, else by name."""
-        losses = {m.get("name"): m.get("loss") for m in get(self.config, "methods", []) or [] if isinstance(m, dict)}
-        by_config = [n for n in self.methods() if losses.get(n) == "log_ratio"]
-        return by_config or [n for n in self.methods() if re.search(r"log.?ratio", n, re.IGNORECASE)]
+        """Rows trained with the log-ratio loss: by the study's losses, else by name."""
+        by_loss = [n for n in self.methods() if self.losses.get(n) == "log_ratio"]
+        return by_loss or [n for n in self.methods() if re.search(r"log.?ratio", n, re.IGNORECASE)]
+
+
+def _from_manifest(manifest: StudyManifest, run: Path) -> tuple[Path | None, str, bool, dict, dict]:
+    study_dir = locate(resolve(manifest.study_dir, run), run)
+    data = {**manifest.data, "query_split": manifest.query_split, "db_split": manifest.db_split}
+    if data.get("root"):
+        data["root"] = str(resolve(data["root"], run))
+    return study_dir, manifest.track, manifest.sweep, dict(manifest.losses), data
+
+
+def _from_config(rows: dict, title: str, run: Path) -> tuple[Path | None, str, bool, dict, dict]:
+    """A study written before manifests: its folder from a row's npz, its facts from config.yaml."""
+    npz = next(filter(None, (locate(r.get("file"), run) for r in rows.values())), None)
+    run_dir = npz.parent.parent if npz is not None else None
+    config = read_config(StudyDir(run_dir).config) if run_dir else None
+    track = get(config, "data.track")
+    if track is None:  # the title embedder.study gives: "<name> (<track> track)"
+        match = re.search(r"\((\w+) track\)", title)
+        track = match.group(1) if match else "unknown"
+    sweep = bool(get(config, "dims")) or any(SWEEP_ROW.fullmatch(n) for n in rows)
+    losses = {m.get("name"): m.get("loss") for m in get(config, "methods", []) or [] if isinstance(m, dict)}
+    data = {**(get(config, "data") or {}), "query_split": get(config, "eval.query_split", "test"),
+            "db_split": get(config, "eval.db_split", "train")}
+    return run_dir, str(track), sweep, losses, data
 
 
 def load_studies(run: Path) -> tuple[list[Study], list[str]]:
     """Every retrieval study under RUN/results, and a line per retrieval.json that could not be read."""
     studies, problems = [], []
-    for path in sorted((run / "results").glob("*/retrieval.json")):
+    for path in sorted(RunDir(run).results_root.glob("*/retrieval.json")):
         data = read_json(path)
         rows = data.get("rows") if isinstance(data, dict) else None
         if not isinstance(rows, dict) or not rows \
                 or not all(isinstance(r, dict) and r.get("ndcg") for r in rows.values()):
             problems.append(f"{path}: not a retrieval.json of embedder.retrieval_report (no rows with ndcg)")
             continue
-        npz = next(filter(None, (locate(r.get("file"), run) for r in rows.values())), None)
-        run_dir = npz.parent.parent if npz is not None else None
-        config = read_config(run_dir / "config.yaml") if run_dir else None
         title = str(data.get("title") or path.parent.name)
-        track = get(config, "data.track")
-        if track is None:  # the title embedder.study gives: "<name> (<track> track)"
-            match = re.search(r"\((\w+) track\)", title)
-            track = match.group(1) if match else "unknown"
-        sweep = bool(get(config, "dims")) or any(SWEEP_ROW.fullmatch(n) for n in rows)
-        studies.append(Study(path.parent.name, path.parent, title, rows, run_dir, config, str(track), sweep))
+        manifest = read_manifest(path.parent / MANIFEST, StudyManifest)
+        facts = _from_manifest(manifest, run) if manifest else _from_config(rows, title, run)
+        studies.append(Study(path.parent.name, path.parent, title, rows, *facts))
     rank = {t: i for i, t in enumerate(TRACKS)}
     studies.sort(key=lambda s: (rank.get(s.track, len(TRACKS)), s.track, s.name))
     return studies, problems
@@ -161,10 +191,10 @@ def load_embeddings(path: Path) -> dict | None:
 def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
     """Joints of every evaluation item in its crop frame ([N, 16, 2] in 0..1, NaN where invisible),
     aligned with the study's items.json, or None and why not."""
-    data = get(study.config, "data") or {}
-    root = locate(data.get("root"), run, *( [study.run_dir] if study.run_dir else []))
+    data = study.data
+    root = locate(data.get("root"), run, *([study.run_dir] if study.run_dir else []))
     if root is None:
-        return None, f"the pose data folder {data.get('root')!r} of {study.name}'s config.yaml is not there"
+        return None, f"the pose data folder {data.get('root')!r} of {study.name} is not there"
     try:
         if data.get("format", "pose_json") == "pose_json":
             from capdata.readers.pose_json import read_pose_json
@@ -175,12 +205,13 @@ def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
 
             from embedder.data import read_records
 
-            records = read_records(OmegaConf.create({**data, "root": str(root)}))
+            section = {k: v for k, v in data.items() if k not in ("query_split", "db_split")}
+            records = read_records(OmegaConf.create({**section, "root": str(root)}))
     except Exception as err:  # noqa: BLE001 - a label-less map is still drawn; the caption says why
         return None, f"the pose labels could not be read ({str(err)[:160]})"
-    splits = [get(study.config, "eval.query_split", "test"), get(study.config, "eval.db_split", "train")]
+    splits = [data.get("query_split", "test"), data.get("db_split", "train")]
     keep = np.flatnonzero(np.isin(records.splits, splits))  # the evaluation items, as embedder.study picks them
-    items = read_json(study.run_dir / "retrieval" / "items.json") if study.run_dir else None
+    items = read_json(StudyDir(study.run_dir).items) if study.run_dir else None
     paths = items.get("image_paths") if isinstance(items, dict) else None
     tail = lambda p: Path(p).parts[-2:]
     if paths is not None and [tail(records.image_paths[i]) for i in keep] != [tail(p) for p in paths]:
@@ -212,7 +243,7 @@ class CaptionRun:
 
 def load_captioning(run: Path) -> tuple[dict | None, list[CaptionRun], Path]:
     """captioning.json and, per row, its run folder with predictions, per-image scores and refs."""
-    path = run / "results" / "captioning" / "captioning.json"
+    path = RunDir(run).captioning_json
     table = read_json(path)
     if not isinstance(table, dict) or not isinstance(table.get("rows"), list):
         return None, [], path
@@ -228,13 +259,16 @@ def load_captioning(run: Path) -> tuple[dict | None, list[CaptionRun], Path]:
                 cr.preds = {int(p["image_id"]): str(p["caption"]) for p in data
                             if isinstance(p, dict) and "image_id" in p}
             split = preds_file.stem.removeprefix("preds_")
-            per = read_json(run_dir / f"per_image_{split}.json")
+            per = read_json(CaptionerDir(run_dir).per_image(split))
             if isinstance(per, list):
                 cr.per_image = {int(p["image_id"]): p for p in per if isinstance(p, dict) and "image_id" in p}
         metrics_file = locate(row.get("metrics_file"), run)
         metrics = read_json(metrics_file) if metrics_file else None
         refs = metrics.get("refs") if isinstance(metrics, dict) else None
-        cr.refs = locate(refs, run) or (locate(get(read_config(run_dir / "config.yaml"), "data.json"), run)
+        manifest = read_manifest(CaptionerDir(run_dir).manifest, CaptionerManifest) if run_dir else None
+        if manifest is not None:
+            refs = refs or str(resolve(manifest.refs, run))
+        cr.refs = locate(refs, run) or (locate(get(read_config(CaptionerDir(run_dir).config), "data.json"), run)
                                         if run_dir else None)
         runs.append(cr)
     return table, runs, path

@@ -35,6 +35,7 @@ import h5py
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
+from capcore.run_layout import CaptionerDir
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
@@ -85,7 +86,7 @@ def features_label(path: Path) -> tuple[str, str, str]:
 def _model_core(meta: dict, meta_file: Path) -> str:
     if meta.get("core"):
         return str(meta["core"])
-    config = Path(str(meta.get("checkpoint", ""))).parent / "config.yaml"
+    config = CaptionerDir(Path(str(meta.get("checkpoint", ""))).parent).config
     if config.is_file():
         from omegaconf import OmegaConf
 

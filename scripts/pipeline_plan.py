@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore.config import config_files  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.run_layout import RunDir  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
 PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
@@ -119,7 +120,7 @@ class Plan:
         if stage == "report":
             if not self.cfg.report:
                 return []
-            report = shlex.quote(str(Path(self.run) / "report"))
+            report = shlex.quote(str(RunDir(self.run).report))
             return [f"{py} -m eval.report --run {shlex.quote(self.run)} --out {report}",
                     f"{py} -m eval.report_check {report}/index.html --if-available"]
         raise CapawareError("stage", f"unknown stage {stage!r}", f"use one of {', '.join(STAGES)}")
@@ -133,7 +134,7 @@ class Plan:
                       and c.pretrain.data.synthetic is not None and c.model.init == "class-pretrained"]
         elif stage == "stage1":
             paths = [p for c in map(self._stage1, self.stage1)
-                     for p in (c.out_dir, str(Path(c.run_dir) / "results" / c.name))]
+                     for p in (c.out_dir, str(RunDir(c.run_dir).results(c.name)))]
         elif stage == "features":
             paths = [self._features(e).out for e in self.features]
         elif stage in ("captioners", "rl"):
@@ -141,7 +142,7 @@ class Plan:
         elif stage == "scores":
             paths = [self.captioning_dir()]
         else:
-            paths = [str(Path(self.run) / "report")]
+            paths = [str(RunDir(self.run).report)]
         run = Path(self.run).resolve()
         for p in paths:
             if run not in Path(p).resolve().parents:
@@ -162,8 +163,8 @@ class Plan:
         return h.hexdigest()[:16]
 
     def tables(self) -> list[str]:
-        out = [str(Path(c.run_dir) / "results" / c.name / "retrieval.md") for c in map(self._stage1, self.stage1)]
-        return out + ([str(Path(self.captioning_dir()) / "captioning.md")] if self.captioner_dirs() else [])
+        out = [str(RunDir(c.run_dir).retrieval_md(c.name)) for c in map(self._stage1, self.stage1)]
+        return out + ([str(RunDir(self.run).captioning_md)] if self.captioner_dirs() else [])
 
     def validate(self) -> list[str]:
         """Load every stage config of the run through its own stage's validator (stage one, features, XE,
@@ -189,7 +190,7 @@ class Plan:
 
     # -- resolved stage configs -----------------------------------------------------------------
     def captioning_dir(self) -> str:
-        return str(Path(self.run) / "results" / "captioning")
+        return str(RunDir(self.run).captioning)
 
     def captioner_dirs(self, stage: str | None = None) -> list[str]:
         from captioners.config import load_captioner_config

@@ -26,24 +26,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore.atomic import write_text  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.run_layout import RunDir, StudyDir  # noqa: E402
 from eval.retrieval_seeds import REFERENCE  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
-def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], Path]:
-    """Extra overrides of one seed and the results folder its study writes under."""
+def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:
+    """Extra overrides of one seed and the run folder its study writes its results under."""
+    where = RunDir(run).seed(seed)
     if seed == 0:
-        return [], Path(run) / "results"
-    root = Path(run) / "seeds" / f"s{seed}"
+        return [], where
     rel = Path(cfg.out_dir).resolve().relative_to(Path(run).resolve())
-    extra = [f"seed={seed}", f"out_dir={root / rel}"]
+    extra = [f"seed={seed}", f"out_dir={where.root / rel}"]
     if cfg.model.init == "class-pretrained":
-        shared = Path(cfg.out_dir) / "class_pretrained" / "model.pt"
+        shared = StudyDir(cfg.out_dir).class_pretrained.model
         if not shared.is_file():
             raise CapawareError(shared, "seed 0's class-pretrained backbone is missing",
                                 "run seed 0 first (list 0 among the seeds)")
         extra.append(f"model.init={shared}")
-    return extra, root / "results"
+    return extra, where
 
 
 def comparison(cfg) -> list[str]:
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", default=None, help="run only these studies (config names)")
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
-    summary = Path(args.run) / "results" / "stage1_seeds"
+    summary = RunDir(args.run).results("stage1_seeds")
     verdicts = []
     for entry in plan.stage1:
         cfg = plan._stage1(entry)
@@ -73,12 +74,12 @@ def main(argv: list[str] | None = None) -> None:
         results, timing = [], []
         for seed in sorted(args.seeds):
             extra, res = seed_overrides(cfg, args.run, seed)
-            reused, start = (res / cfg.name / "retrieval.json").is_file(), time.time()
+            reused, start = res.retrieval_json(cfg.name).is_file(), time.time()
             cmd = [sys.executable, "-m", "embedder.study", "--config", entry.config, *entry.overrides, *extra,
-                   "--results", str(res)]
+                   "--results", str(res.results_root)]
             print(f"[{cfg.name} seed {seed}] {shlex.join(cmd[1:])}", flush=True)
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            results.append(str(res / cfg.name))
+            results.append(str(res.results(cfg.name)))
             timing.append(f"seed {seed} " + ("reused" if reused else f"{time.time() - start:.0f} s"))
         out = summary / cfg.name
         subprocess.run([sys.executable, "-m", "eval.retrieval_seeds", *results, "--out", str(out),

@@ -6,10 +6,11 @@ xe: cross-entropy training (captioners.train; labels.h5 / vocab.json written on 
 scst: self-critical training from the matching XE run's best.pt (rl.train) ->
 then, for either, beam-2 captions of the test split with their attention (captioners.decode) -> caption
 metrics (eval.captions: pycocoevalcap, discriminativeness) -> the grounding check (eval.grounding) ->
-per-word attention pictures of 4 test images (eval.attention_maps). Outputs in the config's out_dir::
+per-word attention pictures of 4 test images (eval.attention_maps). Outputs in the config's out_dir,
+named by capcore.run_layout.CaptionerDir::
 
-    best.pt last.pt history.json tb/ preds_test.json preds_test.meta.json metrics_test.json
-    per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
+    best.pt last.pt config.yaml manifest.json history.json tb/ preds_test.json preds_test.meta.json
+    metrics_test.json per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
 
 One process instead of one per step: each Python start that imports torch costs seconds, and stage
 three runs eight of these in the demo. The config is read by its stage's own loader (one error line for
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore import distributed  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.run_layout import CaptionerDir  # noqa: E402
 from captioners import decode  # noqa: E402
 from captioners import train as xe  # noqa: E402
 from captioners.config import load_captioner_config  # noqa: E402
@@ -52,15 +54,14 @@ def main(argv: list[str] | None = None) -> None:
     except StopRequested:
         os._exit(3)  # the testing aid train.stop_after_steps: die like a kill, no cleanup
     distributed.shutdown()
-    out, refs = Path(cfg.out_dir), cfg.data.json
-    decode.main(["--checkpoint", str(out / "best.pt"), "--split", "test", "--method", "beam", "--beam-size", "2",
-                 "--out", str(out / "preds_test.json"), "--attention", str(out / "attention_test.h5")])
-    captions.main(["--preds", str(out / "preds_test.json"), "--refs", refs, "--split", "test",
-                   "--out", str(out / "metrics_test.json"), "--per-image", str(out / "per_image_test.json")])
-    grounding.main([str(out), "--split", "test", "--out", str(out / "grounding_test.json")])
-    attention_maps.main(["--attention", str(out / "attention_test.h5"), "--refs", refs,
-                         "--out", str(out / "attention"), "--n", "4"])
-
+    run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
+    decode.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
+                 "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
+    captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--split", "test",
+                   "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
+    grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
+    attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs,
+                         "--out", str(run.attention_pictures), "--n", "4"])
 
 if __name__ == "__main__":
     run_cli(main)

@@ -12,6 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from capcore.run_layout import (
+    CaptionerDir,
+    CaptionerManifest,
+    RunDir,
+    StudyManifest,
+    read_manifest,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "pipeline_tiny.yaml"
 
@@ -103,6 +111,13 @@ def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstrea
     assert "[captioners] running" in out.stdout
     assert table_rows(killed) == table_rows(whole)
     assert [r["training"] for r in table_rows(whole)] == ["XE", "RL"]
+    # every study and captioner run left the manifest the report reads (capcore/run_layout.py)
+    studies = [read_manifest(RunDir(whole).study_manifest(table.parent.name), StudyManifest)
+               for table in RunDir(whole).results_root.glob("*/retrieval.json")]
+    assert studies and all(m is not None and (whole / m.study_dir / "retrieval").is_dir() for m in studies)
+    runs = [read_manifest(CaptionerDir(Path(r["preds"]).parent).manifest, CaptionerManifest)
+            for r in json.loads(RunDir(whole).captioning_json.read_text())["rows"]]
+    assert [m.stage for m in runs] == ["xe", "rl"] and all((whole / m.features).is_file() for m in runs)
 
     again = pipeline(config, killed, timeout=120)  # everything complete: nothing runs
     assert again.returncode == 0 and "running" not in again.stdout
