@@ -35,7 +35,8 @@ def test_manifest_paths_are_relative_to_the_run_folder_and_survive_a_move(tmp_pa
     shutil.move(run, moved)
     back = read_manifest(RunDir(moved).study_manifest("s"), StudyManifest)
     assert back is not None and resolve(back.study_dir, moved) == moved / "somewhere" / "study"
-    outside = CaptionerManifest(stage="xe", core="topdown", features=str(tmp_path / "elsewhere.h5"), refs="r.json")
+    outside = CaptionerManifest(stage="xe", core="topdown", features=str(tmp_path / "elsewhere.h5"),
+                                refs=str(moved / "r.json"))
     write_manifest(CaptionerDir(moved / "c").manifest, outside, moved)
     got = read_manifest(CaptionerDir(moved / "c").manifest, CaptionerManifest)
     assert got.features == str((tmp_path / "elsewhere.h5").resolve())  # outside the run: kept absolute

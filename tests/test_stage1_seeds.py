@@ -8,9 +8,11 @@ from scripts.stage1_seeds import comparison, seed_overrides
 
 def test_seed_zero_is_the_pipeline_run_and_others_write_apart(tmp_path):
     cfg = load_config("configs/demo_pose.yaml", [f"run_dir={tmp_path}"])
-    assert seed_overrides(cfg, str(tmp_path), 0) == ([], tmp_path / "results")
-    extra, res = seed_overrides(cfg, str(tmp_path), 2)
-    assert extra == ["seed=2", f"out_dir={tmp_path / 'seeds' / 's2' / 'pose'}"] and res == tmp_path / "seeds" / "s2" / "results"
+    extra, run = seed_overrides(cfg, str(tmp_path), 0)
+    assert extra == [] and run.results_root == tmp_path / "results"
+    extra, run = seed_overrides(cfg, str(tmp_path), 2)
+    assert extra == ["seed=2", f"out_dir={tmp_path / 'seeds' / 's2' / 'pose'}"]
+    assert run.results_root == tmp_path / "seeds" / "s2" / "results"
 
 
 def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
