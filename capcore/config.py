@@ -40,14 +40,16 @@ def config_files(path: str | Path) -> list[Path]:
     return [path] + [f for base in bases for f in config_files(path.parent / base)]
 
 
-def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: type) -> Any:
+def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: type, prepare=None) -> Any:
     """Merge a YAML file (with its ``defaults``: ``compose``) and ``key=value`` overrides onto ``schema``;
-    errors name key and file."""
+    errors name key and file. ``prepare(raw, where)``, when given, rewrites the composed file before
+    the merge (stage one expands its named method rows there)."""
     base = OmegaConf.structured(schema)
     where = str(path) if path else "<defaults>"
     try:
         if path:
-            base = OmegaConf.merge(base, compose(path))
+            raw = compose(path)
+            base = OmegaConf.merge(base, prepare(raw, where) if prepare else raw)
         if overrides:
             where = f"{where} + command line"
             base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
 
@@ -62,6 +64,34 @@ class ModelConfig:
     embed_dim: int = 128
     init: str = "none"  # none | imagenet | path to a capaware checkpoint
     weights: str = ""  # local torchvision weights file for init=imagenet (no download at run time)
+
+
+# The rows of Kim et al.'s Fig. 3, written once. A config names one as ``{row: "L(Triplet)+M(Dense)",
+# lr: 0.01}`` and gets its loss, mining and margin from here (``name`` defaults to the row; a sweep or
+# control renames its variants); keys given beside ``row`` override the row's.
+PAPER_ROWS = {
+    "L(Log-ratio)+M(Dense)": {"loss": "log_ratio", "mining": "dense"},
+    "L(Triplet)+M(Dense)": {"loss": "triplet", "mining": "dense", "margin": 0.03},
+    "L(Triplet)+M(Binary)": {"loss": "triplet", "mining": "binary", "margin": 0.2},
+    "Margin+DWS": {"loss": "margin", "mining": "binary", "margin": 0.2},
+}
+
+
+def expand_rows(raw, where: str):
+    """``{row: NAME, ...}`` entries of ``methods`` (and ``method``) -> full method entries (PAPER_ROWS)."""
+    def expand(entry):
+        if not isinstance(entry, DictConfig) or "row" not in entry:
+            return entry
+        row = entry.pop("row")
+        if row not in PAPER_ROWS:
+            raise CapawareError(where, f"methods: unknown row {row!r}", f"use one of {sorted(PAPER_ROWS)}")
+        return OmegaConf.merge({"name": row, **PAPER_ROWS[row]}, entry)
+
+    if isinstance(raw.get("methods"), ListConfig):
+        raw.methods = [expand(m) for m in raw.methods]
+    if "method" in raw:
+        raw.method = expand(raw.method)
+    return raw
 
 
 @dataclass
@@ -219,7 +249,7 @@ def problems(cfg) -> list[tuple[str, str, str]]:
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
     """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise),
     every named setting checked against its choices (``problems``): the first problem is one error line."""
-    cfg = load_schema(path, overrides, schema=schema)
+    cfg = load_schema(path, overrides, schema=schema, prepare=expand_rows)
     if schema is Stage1Config:
         found = problems(cfg)
         if found:

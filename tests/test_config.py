@@ -109,3 +109,27 @@ def test_defaults_compose_a_variant_from_its_base(tmp_path):
     cfg = load_config(tmp_path / "a.yaml")
     assert (cfg.train.lr, cfg.train.k) == (0.5, 3)  # the including file wins; the base fills the rest
     assert [p.name for p in config_files(tmp_path / "a.yaml")] == ["a.yaml", "b.yaml"]
+
+
+def test_method_rows_are_named_once_and_expanded_at_load(tmp_path):
+    """configs name the paper's rows (embedder.config.PAPER_ROWS) with their own learning rates; a
+    variant renames a row or overrides one of its keys; an unknown row is one error line."""
+    from embedder.config import PAPER_ROWS
+
+    path = tmp_path / "rows.yaml"
+    path.write_text('methods:\n  - {row: "L(Triplet)+M(Binary)", lr: 0.5}\n'
+                    '  - {row: "L(Log-ratio)+M(Dense)", name: "LR euclidean", distance: euclidean}\n'
+                    '  - {row: "L(Triplet)+M(Dense)", margin: 0.1}\n')
+    binary, euclid, dense = load_config(path).methods
+    assert (binary.name, binary.loss, binary.mining, binary.margin, binary.lr) == \
+        ("L(Triplet)+M(Binary)", "triplet", "binary", 0.2, 0.5)
+    assert (euclid.name, euclid.loss, euclid.distance) == ("LR euclidean", "log_ratio", "euclidean")
+    assert (dense.mining, dense.margin) == ("dense", 0.1)
+    path.write_text('methods:\n  - {row: "L(Triplet)+M(Nothing)"}\n')
+    with pytest.raises(CapawareError, match="unknown row"):
+        load_config(path)
+    for config in sorted((Path(__file__).parents[1] / "configs").glob("*.yaml")):  # the rows are written once
+        raw = OmegaConf.load(config)
+        for m in list(raw.get("methods") or []) + ([raw.method] if "method" in raw else []):
+            assert "row" in m and "loss" not in m and "mining" not in m, f"{config.name}: {m}"
+    assert {r["loss"] for r in PAPER_ROWS.values()} == {"log_ratio", "triplet", "margin"}
