@@ -40,8 +40,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from capcore.device import autocast  # noqa: E402
+from bench_stage1_precision import model_step  # noqa: E402
+
+from capcore.device import pick_precision  # noqa: E402
 from embedder.config import load_config  # noqa: E402
 from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
@@ -74,34 +77,29 @@ def timed_train(cfg, track, method, out: Path, on_step=None) -> float:
 
 def plain_step_seconds(cfg, bank, steps: int) -> float:
     """Seconds per step of the plain torchvision loop (see module doc), median of ``steps``."""
-    dtype = torch.bfloat16 if cfg.train.precision == "bfloat16" else None
-    layout = memory_format(torch.device("cpu"), dtype)
+    device = torch.device("cpu")
+    dtype = pick_precision(cfg.train.precision, device)
+    layout = memory_format(device, dtype)
     torch.manual_seed(0)
     model = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, "").to(memory_format=layout)
     opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=cfg.train.momentum,
                           weight_decay=cfg.train.weight_decay)
     rng = np.random.default_rng(0)
-    inputs = [bank.batch(np.sort(rng.choice(len(bank), cfg.train.batch_size, replace=False)), torch.device("cpu"))
+    inputs = [bank.batch(np.sort(rng.choice(len(bank), cfg.train.batch_size, replace=False)), device)
               .contiguous(memory_format=layout) for _ in range(4)]  # ready batches: the model's time alone
     model.train()
     times = []
     for i in range(steps + 2):
-        x = inputs[i % len(inputs)]
         start = time.perf_counter()
-        with autocast(x.device, dtype):
-            features = model.trunk(x)
-        loss = model.head(features.float()).pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        model_step(model, opt, inputs[i % len(inputs)], dtype)
         times.append(time.perf_counter() - start)
     return float(np.median(times[2:]))
 
 
 def overhead(run: Path, steps: int) -> dict:
-    per_epoch = 1200 // 8  # anchors per epoch / anchors per batch (demo_pose: 1,200 training images)
     cfg = pose_config(run)
     track = prepare_track(cfg)
+    per_epoch = len(track.train_bank) // cfg.train.anchors_per_batch  # every training image anchors once
     short = timed_train(cfg, track, log_ratio_row(cfg, epochs=steps / per_epoch), run / "bench_short")
     long = timed_train(cfg, track, log_ratio_row(cfg, epochs=3 * steps / per_epoch), run / "bench_long")
     ours = (long - short) / (2 * steps)
@@ -117,7 +115,7 @@ def anchors_curves(run: Path, epochs: float, points: int) -> dict:
     eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
     curves = {}
     for anchors in (1, 8):
-        total = int(round(epochs * 1200 / anchors))
+        total = int(round(epochs * len(track.train_bank) / anchors))
         every = max(1, total // points)
         curve, spent = [], [0.0]
         start = time.perf_counter()

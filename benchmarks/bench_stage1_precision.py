@@ -25,20 +25,22 @@ from capcore.device import autocast  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 
 
+def model_step(model, opt, x: torch.Tensor, dtype: torch.dtype | None) -> None:
+    """One plain training step: trunk autocast as in ``embedder.train.TrunkHead``, squared-norm loss."""
+    with autocast(x.device, dtype):
+        features = model.trunk(x)
+    loss = model.head(features.float()).pow(2).mean()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
 def step_fn(size: int, batch: int, dtype: torch.dtype | None, layout: torch.memory_format):
     torch.manual_seed(0)
     model = build_model("resnet18", 128, "none", "").to(memory_format=layout)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, size, size).contiguous(memory_format=layout)
-
-    def step() -> None:
-        with autocast(x.device, dtype):
-            features = model.trunk(x)
-        loss = model.head(features.float()).pow(2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return lambda: model_step(model, opt, x, dtype)
 
 
 def main() -> None:

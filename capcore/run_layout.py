@@ -29,19 +29,25 @@ ITEMS = "items.json"  # in a study's retrieval folder: what each evaluation item
 
 
 @dataclass(frozen=True)
-class RunDir:
+class _Folder:
     root: Path
 
+    def __post_init__(self):  # callers pass config strings or Paths
+        object.__setattr__(self, "root", Path(self.root))
+
+
+@dataclass(frozen=True)
+class RunDir(_Folder):
     @property
     def results_root(self) -> Path:
-        return Path(self.root) / "results"
+        return self.root / "results"
 
     def results(self, name: str) -> Path:
         return self.results_root / name
 
     def seed(self, seed: int) -> "RunDir":
         """Where seed ``seed`` > 0 of a multi-seed study runs (seed 0 is the run itself)."""
-        return self if seed == 0 else RunDir(Path(self.root) / "seeds" / f"s{seed}")
+        return self if seed == 0 else RunDir(self.root / "seeds" / f"s{seed}")
 
     @property
     def captioning(self) -> Path:
@@ -49,11 +55,7 @@ class RunDir:
 
     @property
     def report(self) -> Path:
-        return Path(self.root) / "report"
-
-    @property
-    def logs(self) -> Path:
-        return Path(self.root) / "logs"
+        return self.root / "report"
 
     def study_manifest(self, study: str) -> Path:
         """A study's StudyManifest, beside its tables (embedder.study writes both)."""
@@ -75,63 +77,56 @@ class RunDir:
 
 
 @dataclass(frozen=True)
-class TrainDir:
+class TrainDir(_Folder):
     """One trained network: a stage-one method or the class-pretrained backbone."""
-    root: Path
 
     @property
     def model(self) -> Path:
-        return Path(self.root) / "model.pt"
+        return self.root / "model.pt"
 
     @property
     def last(self) -> Path:
-        return Path(self.root) / "last.pt"
-
-    @property
-    def tb(self) -> Path:
-        return Path(self.root) / "tb"
+        return self.root / "last.pt"
 
 
 @dataclass(frozen=True)
-class StudyDir:
+class StudyDir(_Folder):
     """A stage-one study (``embedder.study``'s out_dir)."""
-    root: Path
 
     @property
     def config(self) -> Path:
-        return Path(self.root) / "config.yaml"
+        return self.root / "config.yaml"
 
     @property
     def labels(self) -> Path:  # the training set's neighbour graph
-        return Path(self.root) / "labels.h5"
+        return self.root / "labels.h5"
 
     @property
     def eval_labels(self) -> Path:  # the evaluation split's graph (caption oracle)
-        return Path(self.root) / "eval_labels.h5"
+        return self.root / "eval_labels.h5"
 
     @property
     def retrieval(self) -> Path:
-        return Path(self.root) / "retrieval"
+        return self.root / "retrieval"
 
     @property
     def items(self) -> Path:
         return self.retrieval / ITEMS
 
     def method(self, tag: str) -> TrainDir:
-        return TrainDir(Path(self.root) / "methods" / tag)
+        return TrainDir(self.root / "methods" / tag)
 
     @property
     def class_pretrained(self) -> TrainDir:
-        return TrainDir(Path(self.root) / "class_pretrained")
+        return TrainDir(self.root / "class_pretrained")
 
 
 @dataclass(frozen=True)
-class CaptionerDir:
+class CaptionerDir(_Folder):
     """A captioner run, XE or SCST (the config's out_dir; scripts/stage3.py fills it)."""
-    root: Path
 
     def _file(self, name: str) -> Path:
-        return Path(self.root) / name
+        return self.root / name
 
     @property
     def best(self) -> Path:
@@ -148,10 +143,6 @@ class CaptionerDir:
     @property
     def history(self) -> Path:
         return self._file("history.json")
-
-    @property
-    def tb(self) -> Path:
-        return self._file("tb")
 
     def preds(self, split: str = "test") -> Path:
         return self._file(f"preds_{split}.json")

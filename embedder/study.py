@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from omegaconf import OmegaConf
 
 from capcore import distributed
 from capcore.atomic import atomic_path, write_text
@@ -219,8 +220,6 @@ def study_manifest(cfg) -> StudyManifest:
     """The facts eval.report needs about this study, from its config (capcore/run_layout.py)."""
     dims = list(cfg.dims)
     rows = {m.name + (f" {d}-D" if d is not None else ""): m.loss for d in (dims or [None]) for m in cfg.methods}
-    from omegaconf import OmegaConf
-
     data = OmegaConf.to_container(cfg.data, resolve=True)
     return StudyManifest(name=cfg.name, track=cfg.data.track, study_dir=str(cfg.out_dir), sweep=bool(dims),
                          losses=rows, data=data, query_split=cfg.eval.query_split, db_split=cfg.eval.db_split)
