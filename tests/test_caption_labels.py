@@ -211,6 +211,20 @@ def test_interrupted_build_resumes_to_an_identical_file(kv, tmp_path):
     assert np.array_equal(other.nn_idx, fresh.nn_idx[:, :5])
 
 
+class _DiesInWorker(CaptionSpace):
+    """Unpickling it (in a spawned graph worker) kills that process, as the OOM killer would."""
+
+    def __setstate__(self, state):
+        os._exit(3)
+
+
+def test_a_killed_graph_worker_raises_instead_of_hanging(kv, tmp_path):
+    space = CaptionSpace(graph_captions()[:60], kv)
+    space.__class__ = _DiesInWorker
+    with pytest.raises(CapawareError, match="worker process died"):
+        build_caption_graph(space, m=6, workers=2, chunk=20, resume_dir=tmp_path, progress=False)
+
+
 def test_caption_space_is_light_and_picklable(kv):
     space = CaptionSpace.from_records(records(template_captions(30, seed=9)), kv, vector_source="test")
     space.pairwise(np.arange(3), np.arange(30))

@@ -29,6 +29,7 @@ Written files (Karpathy's format, read by ``capdata.readers.karpathy``)::
                                        "objects": [{"shape", "colour", "size", "bbox": [x, y, w, h]}]}],
                            "dataset": "coco"}
     DIR/images/NNNNNN.png  RGB, size x size
+    DIR/vectors.txt        word2vec text format: stand-in pretrained vectors (``word_vectors.py``)
 
 Tokens are lower-case words without punctuation; ``raw`` is the sentence capitalised, with commas
 and a final period. Splits come in blocks: train, restval (a quarter of ``n_train``, as in Karpathy's
@@ -78,6 +79,8 @@ COUNT_WORDS = {1: ("a", "one", "a single"), 2: ("two", "a pair of"), 3: ("three"
 GENERIC_NOUNS = (("shape", "shapes"), ("object", "objects"))
 RESTVAL_FRACTION = 0.25
 N_CAPTIONS = 5
+VECTORS_FILE = "vectors.txt"
+"""Stand-in pretrained word vectors for the captions' words, beside the json (``word_vectors.py``)."""
 
 
 # ------------------------------------------------------------------------------------------ scenes
@@ -367,7 +370,7 @@ def split_sizes(n_train: int, n_val: int | None, n_test: int | None) -> dict[str
 
 def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None = None, seed: int = 0,
                       size: int = 128, n_val: int | None = None) -> Path:
-    """Write the shapes images and ``dataset_coco.json``; returns the json's path.
+    """Write the shapes images, ``vectors.txt`` (``word_vectors.py``) and ``dataset_coco.json``; returns the json's path.
 
     ``n_train`` counts train + restval images; ``n_val`` / ``n_test`` default to n_train / 10.
     """
@@ -389,6 +392,11 @@ def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None =
                        "categories": sorted({o["shape"] for o in scene["objects"]}),
                        "attributes": scene_attributes(scene), "width": size, "height": size,
                        "objects": scene_objects(scene)})
+    from capdata.synthetic.word_vectors import (
+        write_word_vectors,  # it reads this module's word tables
+    )
+
+    write_word_vectors(out / VECTORS_FILE)  # before the json: the annotation file is written last
     path = out / "dataset_coco.json"
     write_json(path, {"images": images, "dataset": "coco"})
     return path

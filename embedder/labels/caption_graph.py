@@ -27,6 +27,8 @@ import os
 import sys
 import time
 import zipfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -337,16 +339,24 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
                 bar.update(q1 - q0)
                 bar.set_postfix(solves=solves)
         else:
-            with _single_threaded_blas_env():
-                pool = mp.get_context("spawn").Pool(min(workers, len(todo)), _init_worker, (space, m))
-            with pool:
-                for q0, q1, i, d, s, sec, sw in pool.imap_unordered(_run_chunk, todo):
+            # concurrent.futures, not multiprocessing.Pool: a worker killed mid-chunk (out of memory)
+            # raises BrokenProcessPool here, where a Pool would wait for its result forever.
+            pool = ProcessPoolExecutor(min(workers, len(todo)), mp.get_context("spawn"), _init_worker, (space, m))
+            try:
+                with _single_threaded_blas_env():  # workers start at submit and inherit this env
+                    futures = [pool.submit(_run_chunk, task) for task in todo]
+                for future in as_completed(futures):
+                    q0, q1, i, d, s, sec, sw = _chunk_result(future, path)
                     idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo] = i, d
                     solves += s
                     compute += sec
                     sweep += sw
                     bar.update(q1 - q0)
                     bar.set_postfix(solves=solves)
+            except BaseException:  # Ctrl-C or a dead worker: drop the queued chunks, do not wait for them
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
     finally:
         bar.close()
     if _chunks is not None:
@@ -364,6 +374,14 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
         print(f"caption graph: {what}, m={m}, {solves:,} exact caption-pair WMDs{vs}, "
               f"{graph.stats['seconds']:.1f} s, {reused} images resumed", file=sys.stderr)
     return graph
+
+
+def _chunk_result(future, path: Path | None):
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise CapawareError(path or "caption graph", "a graph worker process died (killed, e.g. out of memory)",
+                            "rerun (finished chunks are kept and resumed) or lower graph.workers") from None
 
 
 def _brute_solves(space: CaptionSpace) -> int:
