@@ -34,7 +34,15 @@ def ensure_synthetic(data) -> None:
     never leaves a half-filled ``data.root`` that a rerun would take for finished.
     """
     root = Path(data.root)
-    if root.exists() or data.synthetic is None:
+    if data.synthetic is None:
+        return
+    if root.exists():
+        if data.track == "caption" and (root / "dataset_coco.json").is_file():
+            from capdata.synthetic.shapes_captions import VECTORS_FILE
+            from capdata.synthetic.word_vectors import write_word_vectors
+
+            if not (root / VECTORS_FILE).is_file():  # a caption set written before the vectors file existed
+                write_word_vectors(root / VECTORS_FILE)
         return
     from capdata import synthetic
 

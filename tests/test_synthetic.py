@@ -377,3 +377,17 @@ def test_caption_word_vectors_cover_every_content_word_and_separate_meanings(mad
     assert 0.35 < np.mean(same_kind) < 0.65 and abs(np.mean(other_kind)) < 0.1
     for a, b, c in (("red", "blue", "circle"), ("circle", "square", "red"), ("left", "right", "two")):
         assert cos(a, b) > cos(a, c)
+
+
+def test_an_older_caption_set_without_vectors_gets_them_on_first_use(made, tmp_path):
+    import shutil
+    from types import SimpleNamespace
+
+    from embedder.data import ensure_synthetic
+
+    root = tmp_path / "captions"
+    shutil.copytree(made["captions", "a"][0], root)
+    (root / C.VECTORS_FILE).unlink()
+    ensure_synthetic(SimpleNamespace(root=str(root), track="caption", synthetic={"seed": 0}))
+    assert (root / C.VECTORS_FILE).read_bytes() == (made["captions", "a"][0] / C.VECTORS_FILE).read_bytes()
+    assert _files(root) == _files(made["captions", "a"][0])  # nothing else regenerated
