@@ -391,3 +391,19 @@ def test_an_older_caption_set_without_vectors_gets_them_on_first_use(made, tmp_p
     ensure_synthetic(SimpleNamespace(root=str(root), track="caption", synthetic={"seed": 0}))
     assert (root / C.VECTORS_FILE).read_bytes() == (made["captions", "a"][0] / C.VECTORS_FILE).read_bytes()
     assert _files(root) == _files(made["captions", "a"][0])  # nothing else regenerated
+
+
+def test_attribute_embedding_of_the_label_ceiling_probe(made):
+    """scripts/caption_label_ceiling.py: one column per (group, value); equal rows for equal attribute sets."""
+    from scripts.caption_label_ceiling import multi_hot
+
+    images = json.loads(made["captions", "a"][1].read_text())["images"]
+    attrs = [img["attributes"] for img in images]
+    x = multi_hot(attrs, ("shape", "colour"))
+    n_values = len({("s", v) for a in attrs for v in a["shape"]} | {("c", v) for a in attrs for v in a["colour"]})
+    assert x.shape == (len(attrs), n_values)
+    assert np.array_equal(x.sum(1), [len(a["shape"]) + len(a["colour"]) for a in attrs])
+    for i in range(len(attrs)):
+        for j in range(len(attrs)):
+            same = {g: set(attrs[i][g]) for g in ("shape", "colour")} == {g: set(attrs[j][g]) for g in ("shape", "colour")}
+            assert np.array_equal(x[i], x[j]) == same
