@@ -9,7 +9,7 @@ independent sweep set, e.g.::
 
     python scripts/caption_label_ceiling.py configs/demo_caption_lr_sweep.yaml out_dir=runs/demo/ceiling
     python scripts/caption_label_ceiling.py configs/demo_caption_lr_sweep.yaml out_dir=runs/demo/ceiling_w2v \\
-        captions.vectors= captions.w2v_dim=50 captions.w2v_epochs=20   # the old labels: Word2Vec on the captions
+        "captions.vectors=''" captions.w2v_dim=50 captions.w2v_epochs=20   # old labels: Word2Vec on the captions
 
 Only the synthetic caption set records attributes; prints a markdown table.
 """

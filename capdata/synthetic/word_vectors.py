@@ -4,8 +4,9 @@ Why: Kim et al. measure caption distances with WMD over *pretrained* vectors (Ku
 GoogleNews word2vec), in which "red" and "blue" are related but distinct, and synonyms are close.
 Word2Vec trained on the demo's 6,000 templated captions cannot learn that: every colour word fills the
 same slot, so it put red and blue at cosine .94 and left and right at .99, and the caption distance
-measured sentence form instead of content (ground-truth scene attributes ranked the demo's test
-images barely better than the class-pretrained network). These vectors give each meaning its own
+measured sentence form instead of content: on the independent sweep set, ranking images by their
+scenes' ground-truth attributes closed at most 29% of the random-to-Oracle nDCG@10 gap under those
+labels, and 65% under these (``scripts/caption_label_ceiling.py``). These vectors give each meaning its own
 direction: words of one kind (colours, shapes, counts, ...) share a component (cosine ~.5, as related
 words do in pretrained vectors), synonyms and plurals share their meaning's vector (cosine ~.9).
 
