@@ -392,9 +392,8 @@ def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None =
                        "categories": sorted({o["shape"] for o in scene["objects"]}),
                        "attributes": scene_attributes(scene), "width": size, "height": size,
                        "objects": scene_objects(scene)})
-    from capdata.synthetic.word_vectors import (
-        write_word_vectors,  # it reads this module's word tables
-    )
+    # imported here, not at the top: word_vectors reads this module's word tables
+    from capdata.synthetic.word_vectors import write_word_vectors
 
     write_word_vectors(out / VECTORS_FILE)  # before the json: the annotation file is written last
     path = out / "dataset_coco.json"

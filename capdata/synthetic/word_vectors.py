@@ -51,12 +51,11 @@ def vocabulary() -> dict[str, dict[str, list[str]]]:
     colours = {c: _words(ws) for c, ws in {**COLOUR_WORDS, **BACKGROUND_WORDS}.items()}
     shapes = {s: _words(w for pair in pairs for w in pair) for s, pairs in SHAPE_WORDS.items()}
     shapes["thing"] = _words(w for pair in GENERIC_NOUNS for w in pair)
-    counts = {str(n): _words(ws) for n, ws in COUNT_WORDS.items()}
     return {
         "colour": colours,
         "shape": shapes,
         "size": {s: _words(ws) for s, ws in SIZE_WORDS.items()},
-        "count": {n: ws for n, ws in counts.items() if ws},
+        "count": {str(n): _words(ws) for n, ws in COUNT_WORDS.items()},  # "a" is a filler: 1 -> one, single
         "place": {"left": ["left"], "right": ["right"], "top": ["top"], "bottom": ["bottom"],
                   "middle": ["middle", "center"], "corner": ["corner"], "above": ["above"], "below": ["below"],
                   "next": ["next", "beside"]},
