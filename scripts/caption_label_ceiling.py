@@ -16,16 +16,20 @@ Only the synthetic caption set records attributes; prints a markdown table.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
 from embedder.config import load_config
 from embedder.retrieval import ndcg_at_k, oracle_ranking, retrieve
+from embedder.spaces import word_vectors
 from embedder.study import self_columns
 from embedder.track import prepare_track
 
 K = 10
+WORD_PAIRS = (("red", "blue"), ("left", "right"), ("circle", "square"), ("two", "three"), ("purple", "violet"))
+"""Words the captions use in the same slot: do the label's vectors tell them apart (synonyms aside)?"""
 ROWS = (("shape", "colour"), ("shape", "colour", "object"), ("shape", "colour", "object", "count"),
         ("shape", "colour", "object", "size", "count", "background"))
 
@@ -69,6 +73,9 @@ def main(argv: list[str] | None = None) -> None:
         s = score(multi_hot(attributes, groups))
         print(f"| {' + '.join(groups)} | {s:.3f} | {(s - rand) / (1 - rand):.0%} |")
     print(f"\n{len(q)} queries, {len(db)} database images; Oracle = 1.")
+    kv = word_vectors(cfg, None, Path(cfg.out_dir) / "word_vectors.kv")  # loaded or cached by prepare_track
+    print("Word-vector cosines: " + ", ".join(f"{a}/{b} {kv.similarity(a, b):.2f}" for a, b in WORD_PAIRS
+                                              if a in kv and b in kv) + ".")
 
 
 if __name__ == "__main__":

@@ -353,7 +353,7 @@ def test_captions_are_true_of_their_scenes():
 def test_caption_word_vectors_cover_every_content_word_and_separate_meanings(made):
     """vectors.txt loads as word2vec text; every caption word has a vector or is a filler; synonyms sit
     closer than two colours, which sit closer than a colour and a shape (what Word2Vec on the templated
-    captions could not learn: it put red and blue at cosine .94)."""
+    captions could not learn: it put red and blue at cosine .93)."""
     from capdata.synthetic import word_vectors as V
     from embedder.labels.wordvecs import load_vectors
 

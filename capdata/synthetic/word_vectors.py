@@ -3,7 +3,7 @@
 Why: Kim et al. measure caption distances with WMD over *pretrained* vectors (Kusner et al. use
 GoogleNews word2vec), in which "red" and "blue" are related but distinct, and synonyms are close.
 Word2Vec trained on the demo's 6,000 templated captions cannot learn that: every colour word fills the
-same slot, so it put red and blue at cosine .94 and left and right at .99, and the caption distance
+same slot, so on the sweep set it put red and blue at cosine .93 and left and right at .99, and the caption distance
 measured sentence form instead of content: on the independent sweep set, ranking images by their
 scenes' ground-truth attributes closed at most 29% of the random-to-Oracle nDCG@10 gap under those
 labels, and 65% under these (``scripts/caption_label_ceiling.py``). These vectors give each meaning its own
