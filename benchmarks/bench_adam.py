@@ -18,6 +18,7 @@ import torchvision
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 VARIANTS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
@@ -42,6 +43,7 @@ def main() -> None:
     torch.manual_seed(0)
     opts = optimizers(torchvision.models.resnet18())
     timed = median_seconds([o.step for _, o in opts.values()], a.repeats)
+    print(f"# {cpu_line()}, torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
     print(f"Adam step, ResNet-18 ({sum(p.numel() for p in opts['fused'][0]) / 1e6:.1f}M parameters), "
           f"{a.threads} thread(s): python benchmarks/bench_adam.py --threads {a.threads}")
     loop = timed[0][0]

@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from embedder.labels.caption_graph import (  # noqa: E402
     build_caption_graph,
     build_caption_graph_bruteforce,
@@ -103,7 +104,7 @@ def main() -> None:
     sizes = sorted(args.sizes)
 
     print("$ python " + " ".join(shlex.quote(a) for a in sys.argv))
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs visible, "
+    print(f"{cpu_line()}; python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs visible, "
           f"{args.workers} worker processes for the pruned build and the gensim pool; wall-clock seconds; "
           f"load average before start {os.getloadavg()[0]:.2f}")
     captions = shapes_captions(max(sizes), args.seed)

@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from embedder.labels.caption_graph import build_caption_graph  # noqa: E402
 from embedder.labels.caption_space import CaptionSpace  # noqa: E402
 from embedder.labels.wordvecs import tokenize, train_word2vec  # noqa: E402
@@ -92,7 +93,7 @@ def main() -> None:
     a = ap.parse_args()
     sizes = sorted(a.sizes)
     print("$ python " + " ".join(shlex.quote(x) for x in sys.argv))
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs visible, "
+    print(f"{cpu_line()}; python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs visible, "
           f"{a.workers} worker processes; load average before start {os.getloadavg()[0]:.2f}")
     captions = zipf_captions(max(sizes), a.vocab, a.seed)
     tokens = [tokenize(s) for caps in captions for s in caps]

@@ -32,6 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from captioners.config import load_captioner_config  # noqa: E402
 from captioners.decoding import beam_search, greedy  # noqa: E402
 from captioners.model import Captioner, xe_loss  # noqa: E402
@@ -121,7 +122,7 @@ def main() -> None:
         return
 
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"# torch {torch.__version__}, {a.threads} threads, {platform.processor() or platform.machine()}, "
+    print(f"# torch {torch.__version__}, {a.threads} threads, {cpu_line()}, "
           f"float32 CPU; features {a.regions} x {a.channels} (random), vocab {a.vocab}, {a.max_len} words; "
           f"load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
     print(f"{'model':>9} {'batch':>5} {'rnn':>5} {'params':>7} {'step s (min)':>14} {'steps/s':>8} {'img/s':>6} "

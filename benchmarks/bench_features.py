@@ -38,6 +38,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from capcore.checkpoint import save_checkpoint  # noqa: E402
 from capdata.images import load_rgb  # noqa: E402
 from capdata.synthetic import generate_captions  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> None:
     att_size = args.size // 32
 
     print(f"$ python {' '.join(shlex.quote(a) for a in sys.argv)}")
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, torch {torch.__version__}, "
+    print(f"# {cpu_line()}, {os.cpu_count()} cpus, torch {torch.__version__}, "
           f"{args.threads} threads; resnet18, {args.size}x{args.size} input, att {att_size}x{att_size}x512")
     tmp = Path(tempfile.mkdtemp(prefix="bench_features_"))
     try:

@@ -19,6 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 from embedder.losses.log_ratio import log_ratio_loss  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> None:
     torch.set_num_threads(2)
 
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_line()}, "
           f"float32, forward + backward, median (min) of {args.repeats} alternating runs; B={args.batch} "
           f"D={args.dim}; load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
     print(f"{'A':>3} {'triplets':>9} {'closed form (min)':>20} {'all-pairs [A,B,B] (min)':>24} {'all-pairs/closed':>17}")

@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 from captioners.model import Captioner
@@ -113,7 +114,7 @@ def main() -> None:
 
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
     print(f"# torch {torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} thread(s), "
-          f"{platform.processor() or platform.machine()}, load average before start {os.getloadavg()[0]:.2f}")
+          f"{cpu_line()}, load average before start {os.getloadavg()[0]:.2f}")
     print(f"# labels {args.labels}: {len(train)} training images, vocabulary {df.base - 1}, "
           f"{len(df.keys)} distinct training n-grams; batch {args.images} images x {args.samples} samples "
           f"= {len(cands)} captions, {sum(map(len, ref_str)) // args.samples} references")

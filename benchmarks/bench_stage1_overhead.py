@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from bench_stage1_precision import model_step  # noqa: E402
 
 from capcore.device import pick_precision  # noqa: E402
@@ -160,7 +161,7 @@ def main() -> None:
     tmp = None if a.run else tempfile.TemporaryDirectory()
     run = Path(a.run or tmp.name)
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"# torch {torch.__version__}, {a.threads} threads, {platform.processor() or platform.machine()}, "
+    print(f"# torch {torch.__version__}, {a.threads} threads, {cpu_line()}, "
           f"load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
     out = {}
     if "overhead" in a.part:

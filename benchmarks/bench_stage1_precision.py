@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 from capcore.device import autocast  # noqa: E402
@@ -52,6 +53,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     print(f"stage-one step, resnet18, batch {a.batch}, {a.threads} thread(s): "
           f"python benchmarks/bench_stage1_precision.py --threads {a.threads} --batch {a.batch}")
+    print(f"# {cpu_line()}, torch {torch.__version__}")
     variants = [(name, dtype, fmt_name, fmt) for name, dtype in (("bfloat16", torch.bfloat16), ("float32", None))
                 for fmt_name, fmt in (("channels_last", torch.channels_last), ("default", torch.contiguous_format))]
     for size in (64, 32):

@@ -39,6 +39,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capcore.cpu_isa import cpu_line  # noqa: E402
 from capcore.device import autocast  # noqa: E402
 from captioners.model import Captioner, xe_loss  # noqa: E402
 from captioners.prepro import Labels  # noqa: E402
@@ -179,7 +180,7 @@ def main() -> None:
     fc, att, seq, labels = data
     reward = CiderReward(labels, build_doc_freq(labels, VOCAB + 1))
     print(f"# {shlex.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_line()}"
           f", load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
     print(f"{'step':>14} {'mode':>17} {'s/step (min)':>14} {'warm-up s':>9} {'loss vs fp32':>12} "
           f"{'self-critical s':>15} {'ratio':>11}")

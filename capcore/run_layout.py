@@ -193,6 +193,7 @@ class StudyManifest:
     data: dict  # the study's resolved data section (embedder.config.DataConfig); root made portable
     query_split: str
     db_split: str
+    precision: str = ""  # what train.precision chose on this machine, and why (capcore.device.precision_choice)
     kind: str = "stage1"
 
 
@@ -203,6 +204,7 @@ class CaptionerManifest:
     core: str
     features: str  # the features file it trained on
     refs: str  # the Karpathy json its captions are scored against
+    precision: str = ""  # what train.precision chose on this machine, and why (capcore.device.precision_choice)
     kind: str = "captioner"
 
 

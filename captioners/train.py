@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from capcore import distributed
 from capcore.config import config_hash
-from capcore.device import autocast, pick_device, pick_precision
+from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from captioners.config import CaptionerConfig, features_path, load_captioner_config
 from captioners.data import CaptionDataset
@@ -84,7 +84,7 @@ def xe_recipe(cfg: CaptionerConfig, model: Captioner, device: torch.device, dtyp
 def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     device = pick_device(cfg.device)
-    dtype = pick_precision(cfg.train.precision, device)
+    dtype, precision = precision_choice(cfg.train.precision, device)
     distributed.init(device)
     with distributed.rank_zero_first():  # rank 0 alone writes labels.h5 / vocab.json when missing
         labels_path, vocab_path = ensure_prepro(cfg.data)
@@ -104,7 +104,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
         apply_compile(model)
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
               "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
-              "config_hash": config_hash(cfg), "stage": "xe",
+              "config_hash": config_hash(cfg), "stage": "xe", "precision": precision,
               "att_grid": list(info.grid), "fingerprint": run_fingerprint(cfg, NOT_IN_FINGERPRINT)}
     return fit(cfg, xe_recipe(cfg, model, device, dtype), model, train_set, val_set, refs, vocab,
                labels.max_length, shared, device, progress)

@@ -151,8 +151,10 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     if rank0:
         out.mkdir(parents=True, exist_ok=True)
         write_text(where.config, OmegaConf.to_yaml(cfg, resolve=True))
+        print(f"{recipe.kind} {cfg.name}: {shared['precision']}", flush=True)
         manifest = CaptionerManifest(stage=shared["stage"], core=shared["model_args"]["core"],
-                                     features=shared["features"], refs=str(cfg.data.json))
+                                     features=shared["features"], refs=str(cfg.data.json),
+                                     precision=shared["precision"])
         write_manifest(where.manifest, manifest, cfg.run_dir)
 
     def checkpoint(done: bool) -> None:

@@ -128,8 +128,8 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
-    precision: str = "auto"  # auto (bfloat16 on a GPU, float32 on CPU) | float32 | bfloat16: autocast the trunk
-    # (1.8x faster on CPUs with AMX); head and loss stay float32
+    precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk; auto is bfloat16 where it is
+    # native (GPUs, AVX-512 BF16 or AMX CPUs: capcore.cpu_isa), float32 elsewhere; head and loss stay float32
     batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of
     # the batch alone; sync uses SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN)
     ckpt_every: int = 50  # steps between checkpoints (and at the end)
@@ -144,7 +144,9 @@ class PretrainConfig:
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-4
-    precision: str = "float32"  # float32 | bfloat16 | auto: autocast the trunk (bfloat16: 2x faster on AMX CPUs)
+    lr_decay: str = "none"  # none (constant lr) | cosine: anneal to 0 at the last step, which reaches a constant
+    # lr's accuracy in fewer steps (configs/demo_caption.yaml says by how much)
+    precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk (as train.precision)
     augment: bool = False  # random flips and quarter turns (the targets do not change under them)
     crop: Optional[int] = None  # train on object-centred crops of this many input pixels (embedder.pretrain.Views)
     data: Optional[DataConfig] = None  # a pretraining set of its own (ImageNet's part: larger than the caption
@@ -228,6 +230,7 @@ def problems(cfg) -> list[tuple[str, str, str]]:
     choice("train.batchnorm", t.batchnorm, BATCHNORMS)
     choice("train.freeze", t.freeze, FREEZABLE)
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
+    choice("pretrain.lr_decay", cfg.pretrain.lr_decay, ("none", "cosine"))
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
     if t.k >= t.batch_size:

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.config import config_hash
-from capcore.device import autocast, pick_device, pick_precision
+from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.optim import adam
 from capcore.run_layout import TrainDir
@@ -147,6 +147,12 @@ class Views:
         return normalise(out, device), torch.from_numpy(y).to(device)
 
 
+def lr_factor(decay: str, step: int, total: int) -> float:
+    """The fraction of ``pretrain.lr`` at ``step``: 1 (none) or a half cosine from 1 to 0 (cosine).
+    A function of the step alone, so a resumed run continues the same schedule."""
+    return 1.0 if decay == "none" else 0.5 * (1.0 + math.cos(math.pi * step / total))
+
+
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     """Train trunk + a linear multi-label classifier (BCE) on ``views``; return the checkpoint path."""
     out_dir = Path(out_dir)
@@ -155,7 +161,9 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
         return final
     p = cfg.pretrain
     device = pick_device(cfg.device)
-    dtype = pick_precision(p.precision, device, "pretrain.precision")
+    dtype, precision = precision_choice(p.precision, device, "pretrain.precision")
+    if progress:
+        print(f"class pretraining: {precision}", flush=True)
     torch.manual_seed(cfg.seed)
     model = Embedder(cfg.model.arch, len(views.names)).to(device).to(memory_format=torch.channels_last)
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
@@ -179,6 +187,8 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
         images, y = views.batch(index, rng, device)
         if p.augment:
             images = dihedral(images, rng)
+        for group in opt.param_groups:
+            group["lr"] = p.lr * lr_factor(p.lr_decay, step, total)
         with autocast(device, dtype):
             logits = model(images)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y)

@@ -20,7 +20,7 @@ from capcore import distributed
 from capcore.atomic import atomic_path, write_text
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.config import to_yaml
-from capcore.device import pick_device
+from capcore.device import pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.run_layout import MANIFEST, RunDir, StudyDir, StudyManifest, write_manifest
 from embedder.config import load_config
@@ -221,8 +221,10 @@ def study_manifest(cfg) -> StudyManifest:
     dims = list(cfg.dims)
     rows = {m.name + (f" {d}-D" if d is not None else ""): m.loss for d in (dims or [None]) for m in cfg.methods}
     data = OmegaConf.to_container(cfg.data, resolve=True)
+    precision = precision_choice(cfg.train.precision, pick_device(cfg.device))[1]
     return StudyManifest(name=cfg.name, track=cfg.data.track, study_dir=str(cfg.out_dir), sweep=bool(dims),
-                         losses=rows, data=data, query_split=cfg.eval.query_split, db_split=cfg.eval.db_split)
+                         losses=rows, data=data, query_split=cfg.eval.query_split, db_split=cfg.eval.db_split,
+                         precision=precision)
 
 
 if __name__ == "__main__":

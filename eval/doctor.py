@@ -69,7 +69,12 @@ def check_torch() -> list[Check]:
     out = []
     try:
         import torch
+        from capcore.cpu_isa import cpu_isa, cpu_line
+
         out.append(Check("torch", "ok", torch.__version__))
+        isa = cpu_isa()
+        auto = "bfloat16 autocast" if isa.bfloat16_native else "float32 (bfloat16 would be emulated: ~12x slower)"
+        out.append(Check("CPU", "ok", f"{cpu_line()}; precision: auto -> {auto}", required=False))
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name(0)
             out.append(Check("GPU", "ok", f"{torch.cuda.device_count()} x {name}", required=False))

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from capcore.cpu_isa import cpu_isa
 from capcore.device import pick_device
 from capcore.errors import CapawareError
 from capdata.images import check_images_exist
@@ -44,15 +45,17 @@ AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def resolve_precision(precision: str, device: torch.device, native_bf16: bool | None = None) -> str:
-    """``auto``: bfloat16 autocast on a GPU (tensor-core speed, float32's exponent range so no overflow
-    in deep activations), float32 on CPU (bfloat16 pays off only on CPUs with AMX: ask for it by name).
-    A GPU without native bfloat16 (before Ampere) would only emulate it, so it gets float16. Other values
-    pass through; the resolved value is what the file's ``precision`` attr records, so a dump begun on
-    a GPU is not silently resumed at another precision on a CPU."""
+    """``auto``: bfloat16 autocast where it is native (tensor-core speed, float32's exponent range so no
+    overflow in deep activations): a GPU from Ampere on, or a CPU with AVX-512 BF16 or AMX
+    (``capcore.cpu_isa``); float32 on other CPUs, where bfloat16 is emulated and about 12x slower.
+    A GPU without native bfloat16 (before Ampere) gets float16. Other values pass through; the
+    resolved value is what the file's ``precision`` attr records, so a dump begun on one machine is
+    not silently resumed at another precision on another."""
     if precision != "auto":
         return precision
     if device.type != "cuda":
-        return "float32"
+        native = cpu_isa().bfloat16_native if native_bf16 is None else native_bf16
+        return "bfloat16" if native else "float32"
     if native_bf16 is None:
         native_bf16 = torch.cuda.get_device_capability(device) >= (8, 0)
     return "bfloat16" if native_bf16 else "float16"

@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from capcore import distributed
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.config import config_hash
-from capcore.device import autocast, pick_device, pick_precision
+from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from captioners.config import features_path
 from captioners.data import CaptionDataset
@@ -153,7 +153,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
         doc_freq = load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(d)
-    dtype = pick_precision(cfg.train.precision, device)
+    dtype, precision = precision_choice(cfg.train.precision, device)
     xe = load_init(cfg, labels_path, feats, vocab)
     init_sha = file_sha256(cfg.init)
     torch.manual_seed(cfg.seed)
@@ -170,7 +170,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     fingerprint = run_fingerprint(cfg, NOT_IN_FINGERPRINT, {"init_sha256": init_sha}, resolve=True)
     shared = {"model_args": dict(xe["model_args"]), "vocab": vocab, "max_length": labels.max_length,
               "features": str(feats.resolve()), "labels": str(labels_path.resolve()),
-              "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl",
+              "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl", "precision": precision,
               "att_grid": list(xe.get("att_grid", [])), "fingerprint": fingerprint,
               "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha}
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype)

@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from capcore import distributed
-from capcore.device import pick_device, pick_precision
+from capcore.device import pick_device
 from capcore.errors import CapawareError
 from tests.tensorboard_log import tb_values
 
@@ -76,7 +76,7 @@ def stage_one_args(data_root: Path, out: Path) -> list[str]:
             "data.input_size=32", "data.synthetic.n_train=40", "data.synthetic.n_test=8", "data.synthetic.size=32",
             "train.batch_size=15", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3",
             "train.ckpt_every=2", "train.log_every=1", "graph.m=8", "train.positives=4", "eval.k=5",
-            "model.embed_dim=8", "train.lr=0.001", "train.batchnorm=frozen", "train.precision=auto"]
+            "model.embed_dim=8", "train.lr=0.001", "train.batchnorm=frozen", "train.precision=float32"]
 
 
 def test_stage_one_two_processes_match_one_and_resume(tmp_path):
@@ -129,7 +129,8 @@ def captioner_args(captions, out: Path) -> list[str]:
     return [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
             f"data.features={feats}", f"out_dir={out}", "model.rnn_size=16", "model.input_encoding_size=12",
             "model.att_hid_size=8", "model.drop_prob_lm=0.0", "train.batch_size=5", "train.epochs=2",
-            "train.lr=5e-3", "train.ckpt_every=2", "train.log_every=1", "val.batch_size=3"]
+            "train.lr=5e-3", "train.ckpt_every=2", "train.log_every=1", "val.batch_size=3",
+            "train.precision=float32"]
 
 
 def test_captioner_two_processes_match_one(captions, tmp_path):
@@ -177,7 +178,8 @@ def test_scst_two_processes_match_one(captions, tmp_path):
     root, json_path, feats = captions
     args = [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
             f"data.features={feats}", f"init={xe}", "train.batch_size=5", "train.epochs=2", "train.lr=5e-3",
-            "train.samples_per_image=3", "train.ckpt_every=2", "train.log_every=1", "val.batch_size=3"]
+            "train.samples_per_image=3", "train.ckpt_every=2", "train.log_every=1", "val.batch_size=3",
+            "train.precision=float32"]
 
     def config(out, *extra):
         return load_scst_config(ROOT / "configs/demo_topdown_scst.yaml", args + [f"out_dir={out}", *extra])
@@ -203,18 +205,6 @@ def test_scst_two_processes_match_one(captions, tmp_path):
 
 
 # ---------------------------------------------------------------------------------- selection logic
-
-
-def test_precision_auto_is_bfloat16_on_a_bf16_gpu_and_float32_elsewhere(monkeypatch):
-    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
-    assert pick_precision("auto", cpu) is None
-    assert pick_precision("float32", cpu) is None and pick_precision("bfloat16", cpu) is torch.bfloat16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
-    assert pick_precision("auto", gpu) is torch.bfloat16 and pick_precision("float32", gpu) is None
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)  # e.g. a V100
-    assert pick_precision("auto", gpu) is None
-    with pytest.raises(CapawareError, match="train.precision"):
-        pick_precision("float16", cpu)
 
 
 def test_captioner_configs_reject_an_unknown_precision():

@@ -84,7 +84,8 @@ def world(tmp_path_factory):
 
 def overrides(world, out: Path, backbone: str = "img", **kw) -> list[str]:
     base = {"backbone.checkpoint": world[backbone], "images.karpathy": world["json"], "out": out,
-            "input.size": 64, "att_size": 2, "batch_size": 3, "num_workers": 0, "dtype": "float32"}
+            "input.size": 64, "att_size": 2, "batch_size": 3, "num_workers": 0, "dtype": "float32",
+            "precision": "float32"}  # bit-identical resumes and fixed tolerances, on every CPU
     base.update(kw)
     return [f"{k}={v}" for k, v in base.items()]
 
