@@ -23,8 +23,8 @@ demo: venv
 test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
 
-# The study profile: stage one over 3 training seeds (Fig. 3 and Fig. 5 tables; STUDY_RUN=runs/demo
-# after `make demo` reuses the demo's seed-0 runs). About an hour on 2 CPU cores (README).
+# The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
+# configs/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 (README).
 STUDY_RUN ?= runs/study
 study: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/pipeline_study.yaml $(STUDY_RUN) 0 1 2
