@@ -106,3 +106,22 @@ def test_object_crops_are_labelled_with_the_objects_whose_centre_they_hold():
     assert seen == {"shape:star", "shape:circle"}  # a random object per draw
     with pytest.raises(CapawareError, match="pretrain.crop"):
         Views(bank, names, crop=65)
+
+
+def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
+    from embedder.pretrain import lr_factor
+
+    total = 40
+    cosine = [lr_factor("cosine", s, total) for s in range(total + 1)]
+    assert cosine[0] == 1.0 and abs(cosine[total // 2] - 0.5) < 1e-12 and abs(cosine[-1]) < 1e-12
+    assert all(a > b for a, b in zip(cosine, cosine[1:]))  # strictly decreasing: no restart
+    assert {lr_factor("none", s, total) for s in range(total + 1)} == {1.0}
+
+
+def test_an_unknown_pretrain_lr_decay_is_refused_in_one_line():
+    from pathlib import Path
+
+    from embedder.config import load_config
+
+    with pytest.raises(CapawareError, match="pretrain.lr_decay"):
+        load_config(str(Path(__file__).resolve().parents[1] / "configs/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
