@@ -155,8 +155,8 @@ def memory_format(device: torch.device, dtype: torch.dtype | None) -> torch.memo
     """channels_last where it pays: under bfloat16 autocast, on GPUs, and in float32 on the CPUs without
     native bfloat16 that ``precision: auto`` sends to float32. ``python benchmarks/bench_stage1_precision.py``
     (resnet18, batch 96, one thread) on the 2-core AMD EPYC (Zen 5) held to AVX2: float32 channels_last
-    1.03 s vs 1.16 s default at 64 px, 0.50 vs 0.53 s at 32 px; unheld (AVX-512) 0.86 vs 0.93 s and
-    0.24 vs 0.25 s. Only an earlier Xeon with AMX ran float32 faster in the default layout."""
+    1.08 s vs 1.20 s default at 64 px, 0.534 vs 0.537 s at 32 px; unheld (AVX-512 BF16) 0.86 vs 0.94 s
+    and 0.244 vs 0.249 s. Only an earlier Xeon with AMX ran float32 faster in the default layout."""
     return torch.channels_last
 
 
