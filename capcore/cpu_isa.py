@@ -31,6 +31,7 @@ class CpuIsa:
     avx512_bf16: bool  # hardware flag
     amx: bool  # hardware flag (AMX tiles)
     onednn_cap: str | None  # ONEDNN_MAX_CPU_ISA, when set
+    aten_cap: str | None = None  # ATEN_CPU_CAPABILITY, when set (``aten`` already follows it)
 
     @property
     def bfloat16_native(self) -> bool:
@@ -49,9 +50,7 @@ class CpuIsa:
             best = "AVX-512"
         else:
             best = self.aten  # AVX2, DEFAULT (no vector extension), or a non-x86 name (VSX, SVE256, ...)
-        held = []
-        if os.environ.get("ATEN_CPU_CAPABILITY"):
-            held.append(f"ATEN_CPU_CAPABILITY={os.environ['ATEN_CPU_CAPABILITY']}")
+        held = [f"ATEN_CPU_CAPABILITY={self.aten_cap}"] if self.aten_cap else []
         if self.onednn_cap:
             held.append(f"ONEDNN_MAX_CPU_ISA={self.onednn_cap}")
         hardware = "AMX" if self.amx else "AVX-512 BF16" if self.avx512_bf16 else None
@@ -64,7 +63,8 @@ def cpu_isa() -> CpuIsa:
     """Read once per process: torch's capability, the hardware flags and the environment's caps."""
     flag = lambda name: bool(getattr(torch.cpu, name, lambda: False)())  # noqa: E731 (absent on non-x86 builds)
     return CpuIsa(aten=torch.backends.cpu.get_cpu_capability(), avx512_bf16=flag("_is_avx512_bf16_supported"),
-                  amx=flag("_is_amx_tile_supported"), onednn_cap=os.environ.get("ONEDNN_MAX_CPU_ISA") or None)
+                  amx=flag("_is_amx_tile_supported"), onednn_cap=os.environ.get("ONEDNN_MAX_CPU_ISA") or None,
+                  aten_cap=os.environ.get("ATEN_CPU_CAPABILITY") or None)
 
 
 def cpu_model() -> str:

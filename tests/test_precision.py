@@ -51,6 +51,8 @@ def test_caps_on_the_instruction_set_count_as_a_smaller_cpu(aten, cap, native):
     isa = CpuIsa(aten=aten, avx512_bf16=True, amx=False, onednn_cap=cap)
     assert isa.bfloat16_native is native
     assert ("held by" in isa.name) is (cap is not None)
+    held = CpuIsa(aten="AVX2", avx512_bf16=True, amx=False, onednn_cap=None, aten_cap="avx2")
+    assert not held.bfloat16_native and held.name.startswith("AVX2 (held by ATEN_CPU_CAPABILITY=avx2")
 
 
 def test_an_explicit_bfloat16_without_native_support_runs_but_warns_once(monkeypatch, capsys):
@@ -82,11 +84,12 @@ def test_auto_on_a_gpu_follows_its_bfloat16_support(monkeypatch):
 
 def test_cpu_isa_reads_the_environment_caps(monkeypatch):
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")  # read, not applied: torch reads it once at start
     isa_mod.cpu_isa.cache_clear()
     try:
         isa = isa_mod.cpu_isa()
         assert isa.onednn_cap == "AVX2" and not isa.bfloat16_native
-        assert "ONEDNN_MAX_CPU_ISA=AVX2" in isa.name
+        assert "ONEDNN_MAX_CPU_ISA=AVX2" in isa.name and isa.aten_cap == "avx2"
         assert isa.aten == torch.backends.cpu.get_cpu_capability()
     finally:
         isa_mod.cpu_isa.cache_clear()
