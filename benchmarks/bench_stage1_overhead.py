@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import shutil
 import sys
@@ -80,7 +79,7 @@ def plain_step_seconds(cfg, bank, steps: int) -> float:
     """Seconds per step of the plain torchvision loop (see module doc), median of ``steps``."""
     device = torch.device("cpu")
     dtype = pick_precision(cfg.train.precision, device)
-    layout = memory_format(device, dtype)
+    layout = memory_format()
     torch.manual_seed(0)
     model = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, "").to(memory_format=layout)
     opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=cfg.train.momentum,

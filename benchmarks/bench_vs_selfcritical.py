@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import platform
 import shlex
 import statistics
 import sys

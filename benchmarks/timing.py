@@ -18,4 +18,3 @@ def median_seconds(fns, repeats: int, warmup: int = 3) -> list[tuple[float, floa
             fn()
             acc.append(time.perf_counter() - start)
     return [(statistics.median(t), min(t)) for t in times]
-

@@ -151,9 +151,9 @@ class TrunkHead(torch.nn.Module):
         return self.head(features.float())
 
 
-def memory_format(device: torch.device, dtype: torch.dtype | None) -> torch.memory_format:
-    """channels_last where it pays: under bfloat16 autocast, on GPUs, and in float32 on the CPUs without
-    native bfloat16 that ``precision: auto`` sends to float32. ``python benchmarks/bench_stage1_precision.py``
+def memory_format() -> torch.memory_format:
+    """channels_last for every step: it pays under bfloat16 autocast, on GPUs, and in float32 on the CPUs
+    without native bfloat16 that ``precision: auto`` sends to float32. ``python benchmarks/bench_stage1_precision.py``
     (resnet18, batch 96, one thread) on the 2-core AMD EPYC (Zen 5) held to AVX2: float32 channels_last
     1.08 s vs 1.20 s default at 64 px, 0.534 vs 0.537 s at 32 px; unheld (AVX-512 BF16) 0.86 vs 0.94 s
     and 0.244 vs 0.249 s. Only an earlier Xeon with AMX ran float32 faster in the default layout."""
@@ -176,7 +176,7 @@ def frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) 
         if gb > MAX_FROZEN_CACHE_GB:
             raise CapawareError("train.freeze", f"the frozen maps of {len(bank)} images would take {gb:.0f} GB",
                                 "use train.freeze=none on a set this large (the cache is for small sets)")
-    return torch.cat(out).contiguous(memory_format=memory_format(device, dtype))
+    return torch.cat(out).contiguous(memory_format=memory_format())
 
 
 def lr_factor(t, per_epoch: int, total: int):
@@ -236,7 +236,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     if rank0 and progress:
         print(f"{method.name}: {precision}", flush=True)
     torch.manual_seed(cfg.seed)
-    layout = memory_format(device, dtype)
+    layout = memory_format()
     model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device).to(memory_format=layout)
     model = prepare_batchnorm(model, t.batchnorm, device, world)
     criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)

@@ -170,7 +170,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     fingerprint = run_fingerprint(cfg, NOT_IN_FINGERPRINT, {"init_sha256": init_sha}, resolve=True)
     shared = {"model_args": dict(xe["model_args"]), "vocab": vocab, "max_length": labels.max_length,
               "features": str(feats.resolve()), "labels": str(labels_path.resolve()),
-              "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl", "precision": precision,
+              "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl",
+              "precision": precision,
               "att_grid": list(xe.get("att_grid", [])), "fingerprint": fingerprint,
               "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha}
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype)

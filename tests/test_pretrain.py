@@ -1,5 +1,6 @@
 """The stand-in "Img" backbone's pretraining: attribute targets, per-group accuracy, label-safe augmentation."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +10,10 @@ from capcore.errors import CapawareError
 from capdata.readers.karpathy import read_karpathy
 from capdata.records import CaptionRecords
 from capdata.synthetic.shapes_captions import scene_attributes
-from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags
+from embedder.config import load_config
+from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags, lr_factor
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def records(attributes=None, categories=None) -> CaptionRecords:
@@ -109,8 +113,6 @@ def test_object_crops_are_labelled_with_the_objects_whose_centre_they_hold():
 
 
 def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
-    from embedder.pretrain import lr_factor
-
     total = 40
     cosine = [lr_factor("cosine", s, total) for s in range(total + 1)]
     assert cosine[0] == 1.0 and abs(cosine[total // 2] - 0.5) < 1e-12 and abs(cosine[-1]) < 1e-12
@@ -119,9 +121,5 @@ def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
 
 
 def test_an_unknown_pretrain_lr_decay_is_refused_in_one_line():
-    from pathlib import Path
-
-    from embedder.config import load_config
-
     with pytest.raises(CapawareError, match="pretrain.lr_decay"):
-        load_config(str(Path(__file__).resolve().parents[1] / "configs/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
+        load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
