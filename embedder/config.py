@@ -139,7 +139,9 @@ class TrainConfig:
 
 @dataclass
 class PretrainConfig:
-    """Class pretraining (multi-label BCE on the caption attributes): the stand-in for ImageNet."""
+    """Class pretraining, the stand-in for ImageNet (embedder.pretrain says what each target teaches)."""
+    targets: str = "identity"  # identity: one kind (shape) per object-centred crop, as ImageNet | attributes:
+    # every attribute group the captions mention, multi-label (a control: the stand-in has seen caption content)
     epochs: float = 3.0
     batch_size: int = 64
     lr: float = 1e-3
@@ -231,6 +233,7 @@ def problems(cfg) -> list[tuple[str, str, str]]:
     choice("train.freeze", t.freeze, FREEZABLE)
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
     choice("pretrain.lr_decay", cfg.pretrain.lr_decay, ("none", "cosine"))
+    choice("pretrain.targets", cfg.pretrain.targets, ("identity", "attributes"))
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
     if t.k >= t.batch_size:

@@ -1,14 +1,24 @@
-"""Class-pretrained backbone: multi-label classification on what the shapes-captions captions mention.
+"""Class-pretrained backbone: the embedded default's stand-in for ImageNet.
 
-In the embedded default this plays ImageNet's part twice, as in the paper: the initialisation of the
-caption-aware embedder, and the "Img" feature baseline of stages two and three. ImageNet features
-carry the objects, colours and counts that COCO captions talk about; so the stand-in learns every
-attribute group the synthetic json records (shape, colour, shape+colour object, size, object count,
-background; ``scene_attributes``), as one multi-hot BCE target, and falls back to the per-image
-``categories`` on a caption set without attributes. Held-out accuracy is reported per group, so a
-backbone that cannot tell colours (and captioners that could not ground them) shows at once.
-Same checkpoint layout as stage one (``trunk.*`` weights), so ``model.init=<path>`` and feature
-extraction load it. ``python -m embedder.pretrain --config configs/demo_caption.yaml``
+It plays ImageNet's part twice, as in the paper: the initialisation of the caption-aware embedder, and
+the "Img" feature baseline of stages two and three. What it is told decides what the Img <-> Cap swap
+can show, so ``pretrain.targets`` names it:
+
+- ``identity`` (the default): ImageNet's kind of supervision. Object-centred crops (ImageNet's photos
+  are object-centric), one label per crop: the kind of the object nearest its centre, trained with
+  softmax cross-entropy. The kind is the shape alone, not shape and colour: ImageNet's classes are
+  defined by form and hardly ever by colour, and a colour-blind label leaves colour, count, size,
+  position and background for the captions to teach. Whether such content emerges without a label is
+  what ``eval.probe`` measures.
+- ``attributes`` (a control): multi-label BCE on every attribute group the captions mention (shape,
+  colour, shape+colour object, size, count, background; ``scene_attributes``), falling back to the
+  per-image ``categories`` on a caption set without attributes. This backbone has had caption
+  supervision by construction, so Cap can add little to it; one switch measures how much of Cap's
+  effect depends on what pretraining already knew.
+
+Held-out accuracy is reported per group (``kind`` for identity). Same checkpoint layout as stage one
+(``trunk.*`` weights), so ``model.init=<path>`` and feature extraction load it.
+``python -m embedder.pretrain --config configs/demo_caption.yaml [pretrain.targets=attributes]``
 """
 from __future__ import annotations
 
@@ -58,7 +68,24 @@ def category_targets(records, names: list[str] | None = None) -> tuple[np.ndarra
     return targets, names
 
 
-EXCLUSIVE_GROUPS = ("count", "background")
+TARGETS = ("identity", "attributes")
+"""What the stand-in is told: the object's kind (as ImageNet), or every caption attribute (a control)."""
+
+
+def kind_names(records) -> list[str]:
+    """The identity classes, ``kind:<shape>``, of every object in ``records``."""
+    if getattr(records, "objects", None) is None:
+        raise CapawareError("pretrain.targets", "identity targets need per-image 'objects' (their kind and box)",
+                            "use the synthetic shapes-captions set, or pretrain.targets=attributes")
+    return sorted({f"kind:{o['shape']}" for objs in records.objects for o in objs})
+
+
+def target_names(records, targets: str) -> list[str]:
+    """The classifier's outputs for ``pretrain.targets``: kinds (identity) or attribute tags."""
+    return kind_names(records) if targets == "identity" else category_targets(records)[1]
+
+
+EXCLUSIVE_GROUPS = ("count", "background", "kind")
 """Groups with one value per image: scored by the arg-max; the others by the exact set of the group."""
 
 
@@ -92,8 +119,9 @@ def dihedral(images: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
 
 class Views:
     """What a pretraining (or held-out) batch shows: whole images with their targets, or, with ``crop``,
-    object-centred crops of ``crop`` pixels of the input frame, whose targets are the objects whose
-    centre lies in the crop (their shape, colour, shape+colour, size and count) and the background.
+    object-centred crops of ``crop`` pixels of the input frame. An identity crop's one target is the kind
+    of the object nearest its centre (the object the "photo" is of); an attributes crop's targets are the
+    objects whose centre lies in it (their shape, colour, shape+colour, size and count) and the background.
 
     Crops exist because a ResNet's stride-32 trunk sees these objects (radius 5-10 px in a 64 px frame)
     at a scale it does not learn shapes from in a CPU budget: whole 64 px images left shape-set
@@ -103,16 +131,21 @@ class Views:
     convolutional, so stage two then reads whole 128 px images at the scale it learned.
     """
 
-    def __init__(self, bank: ImageBank, names: list[str], crop: int | None = None):
-        self.bank, self.names, self.crop = bank, names, crop
+    def __init__(self, bank: ImageBank, names: list[str], crop: int | None, targets: str):
+        self.bank, self.names, self.crop, self.targets_kind = bank, names, crop, targets
         self.lookup = {n: i for i, n in enumerate(names)}
         records = bank.records
+        if crop is None and targets == "identity":
+            raise CapawareError("pretrain.crop", "identity targets are learned from object-centred crops",
+                                "set pretrain.crop (e.g. 48), or pretrain.targets=attributes")
         if crop is None:
             self.targets, _ = category_targets(records, names)
             return
-        if any(getattr(records, key, None) is None for key in ("objects", "sizes", "attributes")):
+        needed = ("objects", "sizes") + (("attributes",) if targets == "attributes" else ())
+        if any(getattr(records, key, None) is None for key in needed):
             raise CapawareError("pretrain.crop", "the pretraining set has no per-image 'objects' boxes, "
-                                "'width'/'height' and 'attributes'", "set pretrain.crop: null, or use the synthetic caption set")
+                                f"'width'/'height'{' and attributes' if targets == 'attributes' else ''}",
+                                "use the synthetic caption set, or (attributes) pretrain.crop: null")
         if not 0 < crop <= bank.size:
             raise CapawareError("pretrain.crop", f"{crop} does not fit the {bank.size} px input frame",
                                 f"use 0 < pretrain.crop <= data.input_size ({bank.size})")
@@ -136,6 +169,10 @@ class Views:
             x0 = int(np.clip(round(cx - c / 2), 0, size - c))
             y0 = int(np.clip(round(cy - c / 2), 0, size - c))
             out[row] = images[row, :, y0:y0 + c, x0:x0 + c]
+            if self.targets_kind == "identity":
+                nearest = int(np.hypot(*(centres - [x0 + c / 2, y0 + c / 2]).T).argmin())
+                y[row, self.lookup[f"kind:{self.bank.records.objects[i][nearest]['shape']}"]] = 1.0
+                continue
             inside = [j for j, (x, y_) in enumerate(centres) if x0 <= x < x0 + c and y0 <= y_ < y0 + c]
             tags = [f"background:{v}" for v in self.bank.records.attributes[i]["background"]]
             tags.append(f"count:{len(inside)}")
@@ -154,10 +191,15 @@ def lr_factor(decay: str, step: int, total: int) -> float:
 
 
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
-    """Train trunk + a linear multi-label classifier (BCE) on ``views``; return the checkpoint path."""
+    """Train trunk + a linear classifier on ``views`` (softmax cross-entropy on one kind per crop for
+    identity targets, BCE on the multi-hot tags for attributes); return the checkpoint path. A finished
+    checkpoint is reused only when it was trained with these settings."""
     out_dir = Path(out_dir)
-    final = TrainDir(out_dir).model
+    final, fingerprint = TrainDir(out_dir).model, config_hash(cfg.pretrain) + cfg.model.arch
     if final.is_file():
+        if load_checkpoint(final).get("fingerprint") != fingerprint:
+            raise CapawareError(final, "was trained with other pretrain settings (or an older capaware)",
+                                "delete the class_pretrained folder to retrain it, or set another out_dir")
         return final
     p = cfg.pretrain
     device = pick_device(cfg.device)
@@ -169,7 +211,7 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
-    ckpt, fingerprint, step = TrainDir(out_dir).last, config_hash(cfg.pretrain) + cfg.model.arch, 0
+    ckpt, step = TrainDir(out_dir).last, 0
     if ckpt.is_file():
         state = load_checkpoint(ckpt)
         if state["fingerprint"] == fingerprint:
@@ -191,19 +233,21 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
             group["lr"] = p.lr * lr_factor(p.lr_decay, step, total)
         with autocast(device, dtype):
             logits = model(images)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y)
+        loss = (torch.nn.functional.cross_entropy(logits.float(), y.argmax(1)) if p.targets == "identity"
+                else torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if (step + 1) % 10 == 0:
-            writer.add_scalar("pretrain/bce", loss.item(), step + 1)
+            writer.add_scalar(f"pretrain/{'cross_entropy' if p.targets == 'identity' else 'bce'}", loss.item(), step + 1)
         if (step + 1) % p.ckpt_every == 0:
             save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
                              "fingerprint": fingerprint}, ckpt)
     writer.close()
     save_checkpoint({"model": model.state_dict(), "arch": cfg.model.arch, "embed_dim": len(views.names),
-                     "kind": "class-pretrained", "step": total, "normalised": False, "tags": views.names,
-                     "input_size": views.bank.size, "crop": views.crop}, final)
+                     "kind": "class-pretrained", "targets": p.targets, "step": total, "normalised": False,
+                     "tags": views.names, "input_size": views.bank.size, "crop": views.crop,
+                     "fingerprint": fingerprint}, final)
     ckpt.unlink(missing_ok=True)
     return final
 
@@ -233,7 +277,7 @@ def report_accuracy(cfg, checkpoint: Path, records, names: list[str], split: str
         return json.loads(path.read_text())
     held = split_records(records, split)
     bank = ImageBank.build(held, cfg.data.input_size, True, desc=f"{split} images")
-    acc = accuracy(cfg, checkpoint, Views(bank, names, cfg.pretrain.crop), cfg.seed)
+    acc = accuracy(cfg, checkpoint, Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets), cfg.seed)
     write_text(path, json.dumps(acc, indent=1))
     return acc
 
@@ -252,11 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     records = read_records(cfg.data)
     train = split_records(read_records(cfg.pretrain.data) if cfg.pretrain.data is not None else records,
                           ("train", "restval"))
-    _, names = category_targets(train)
+    names = target_names(train, cfg.pretrain.targets)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
-    out = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop))
+    out = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets))
     acc = report_accuracy(cfg, out, records, names, args.split)
-    print(f"class-pretrained backbone -> {out} ({len(names)} tags; {args.split} accuracy per group: "
+    print(f"class-pretrained backbone ({cfg.pretrain.targets}) -> {out} ({len(names)} classes; {args.split} accuracy per group: "
           f"{format_accuracy(acc)})")
 
 

@@ -28,10 +28,10 @@ from embedder.data import ImageBank, read_records, split_records
 from embedder.model import build_model
 from embedder.pretrain import (
     Views,
-    category_targets,
     format_accuracy,
     pretrain,
     report_accuracy,
+    target_names,
 )
 from embedder.retrieval import oracle_ranking, retrieve
 from embedder.retrieval_grid import write_grids
@@ -127,12 +127,13 @@ def resolve_init(cfg, track: Track, progress: bool):
     if cfg.model.init != "class-pretrained":
         return cfg
     bank = pretraining_bank(cfg) if cfg.pretrain.data is not None else track.train_bank
-    _, names = category_targets(bank.records)
-    path = pretrain(cfg, StudyDir(cfg.out_dir).class_pretrained.root, Views(bank, names, cfg.pretrain.crop), progress)
+    names = target_names(bank.records, cfg.pretrain.targets)
+    views = Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets)
+    path = pretrain(cfg, StudyDir(cfg.out_dir).class_pretrained.root, views, progress)
     if distributed.is_main() and getattr(bank.records, "attributes", None) is not None:
         # held out: the caption set's val images, the ones whose features the captioners will read
         acc = report_accuracy(cfg, path, read_records(cfg.data), names, "val")
-        print(f"class-pretrained backbone: caption-set val accuracy per attribute group: {format_accuracy(acc)}")
+        print(f"class-pretrained backbone ({cfg.pretrain.targets}): caption-set val accuracy per group: {format_accuracy(acc)}")
     cfg = cfg.copy()
     cfg.model.init = str(path)
     return cfg

@@ -97,7 +97,7 @@ def test_object_crops_are_labelled_with_the_objects_whose_centre_they_hold():
     names = sorted(set(names) | {"count:1"})
     image = torch.arange(3 * 64 * 64, dtype=torch.float32).reshape(1, 3, 64, 64).remainder(251).to(torch.uint8)
     bank = ImageBank(rec, 64, cache=image)  # a 64 px frame: box coordinates are halved
-    views = Views(bank, names, crop=32)
+    views = Views(bank, names, crop=32, targets="attributes")
     seen = set()
     for seed in range(12):
         x, y = views.batch(np.array([0]), np.random.default_rng(seed))
@@ -109,7 +109,7 @@ def test_object_crops_are_labelled_with_the_objects_whose_centre_they_hold():
         seen.add(min(t for t in tags if t.startswith("shape:")))
     assert seen == {"shape:star", "shape:circle"}  # a random object per draw
     with pytest.raises(CapawareError, match="pretrain.crop"):
-        Views(bank, names, crop=65)
+        Views(bank, names, crop=65, targets="attributes")
 
 
 def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
@@ -123,3 +123,58 @@ def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
 def test_an_unknown_pretrain_lr_decay_is_refused_in_one_line():
     with pytest.raises(CapawareError, match="pretrain.lr_decay"):
         load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
+
+
+def test_identity_crops_carry_one_kind_and_nothing_the_captions_say_beyond_it(tmp_path):
+    """ImageNet's kind of label: one class per object-centred crop, the kind of its central object; no
+    colour, count, size or background tag anywhere among the classes."""
+    from capdata.synthetic.shapes_captions import SHAPES, generate_captions
+    from embedder.data import ImageBank
+    from embedder.pretrain import Views, kind_names, target_names
+
+    rec = read_karpathy(generate_captions(tmp_path / "set", n_train=24, n_test=2, seed=3, size=64))
+    names = target_names(rec, "identity")
+    assert names == kind_names(rec) and {n.split(":", 1)[0] for n in names} == {"kind"}
+    assert {n.split(":", 1)[1] for n in names} <= set(SHAPES)
+    bank = ImageBank.build(rec, 64, True)
+    views = Views(bank, names, crop=24, targets="identity")
+    for seed in range(4):
+        x, y = views.batch(np.arange(len(rec)), np.random.default_rng(seed))
+        assert x.shape == (len(rec), 3, 24, 24)
+        assert torch.equal(y.sum(1), torch.ones(len(rec)))  # exactly one label per image
+        present = [{f"kind:{o['shape']}" for o in objs} for objs in rec.objects]
+        assert all(names[int(k)] in p for k, p in zip(y.argmax(1), present))  # a kind the image really holds
+
+
+def test_identity_labels_the_object_nearest_the_crop_centre():
+    from embedder.data import ImageBank
+    from embedder.pretrain import Views
+
+    objects = [{"shape": "star", "colour": "red", "size": "small", "bbox": [10, 10, 20, 20]},     # centre (20, 20)
+               {"shape": "circle", "colour": "blue", "size": "large", "bbox": [90, 90, 30, 30]}]  # centre (105, 105)
+    rec = CaptionRecords(image_paths=[None], splits=np.array(["train"]), image_ids=np.arange(1), captions=[[]],
+                         attributes=None, objects=[objects], sizes=np.array([[128.0, 128.0]]))
+    image = torch.zeros(1, 3, 64, 64, dtype=torch.uint8)
+    image[:, :, 5:15, 5:15] = 200  # the star's region in the 64 px frame: a crop holding it is not all zeros
+    views = Views(ImageBank(rec, 64, cache=image), ["kind:circle", "kind:star"], crop=32, targets="identity")
+    for seed in range(12):
+        x, y = views.batch(np.array([0]), np.random.default_rng(seed))
+        holds_star = bool((x[0] != x[0, :, -1:, -1:]).any())  # the crops hold one centre each (42 px apart)
+        assert y[0].tolist() == ([0.0, 1.0] if holds_star else [1.0, 0.0])
+    with pytest.raises(CapawareError, match="pretrain.crop"):
+        Views(ImageBank(rec, 64, cache=image), ["kind:circle", "kind:star"], crop=None, targets="identity")
+
+
+def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):
+    from capcore.checkpoint import save_checkpoint
+    from embedder.pretrain import pretrain
+
+    cfg = load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.targets=attributes"])
+    save_checkpoint({"model": {}, "fingerprint": "trained with identity targets"}, tmp_path / "model.pt")
+    with pytest.raises(CapawareError, match="other pretrain settings"):
+        pretrain(cfg, tmp_path, views=None, progress=False)
+
+
+def test_an_unknown_pretrain_target_is_refused_in_one_line():
+    with pytest.raises(CapawareError, match="pretrain.targets"):
+        load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.targets=captions"])
