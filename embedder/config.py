@@ -137,11 +137,16 @@ class TrainConfig:
     stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
 
 
+PRETRAIN_TARGETS = ("identity", "identity_shape", "attributes")
+"""What the stand-in for ImageNet is told (embedder.pretrain says what each teaches)."""
+
+
 @dataclass
 class PretrainConfig:
     """Class pretraining, the stand-in for ImageNet (embedder.pretrain says what each target teaches)."""
-    targets: str = "identity"  # identity: one kind (shape) per object-centred crop, as ImageNet | attributes:
-    # every attribute group the captions mention, multi-label (a control: the stand-in has seen caption content)
+    targets: str = "identity"  # identity: one kind (coloured shape) per object-centred crop, as ImageNet |
+    # identity_shape: the shape alone | attributes: every attribute group the captions mention, multi-label (a
+    # control: that stand-in has seen caption content); embedder.pretrain says why the kind includes the colour
     epochs: float = 3.0
     batch_size: int = 64
     lr: float = 1e-3
@@ -233,7 +238,7 @@ def problems(cfg) -> list[tuple[str, str, str]]:
     choice("train.freeze", t.freeze, FREEZABLE)
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
     choice("pretrain.lr_decay", cfg.pretrain.lr_decay, ("none", "cosine"))
-    choice("pretrain.targets", cfg.pretrain.targets, ("identity", "attributes"))
+    choice("pretrain.targets", cfg.pretrain.targets, PRETRAIN_TARGETS)
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
     if t.k >= t.batch_size:

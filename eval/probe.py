@@ -9,7 +9,8 @@ stage-two ``fc`` features (the layer4 mean) of the train + restval images, its L
 on val, and its accuracy is reported on test: the exact set for groups an image can hold several
 values of (which shapes, which colours, which sizes, which of the 3 x 3 regions hold an object's
 centre), the arg-max for one-value groups (the object count, the background). A NAME given several
-times (one file per training seed) is reported as mean ± sd over its files. The ``majority`` row
+times (one file per training seed) is reported as mean ± sd over its files; ``--paired A=B`` adds A - B per
+group, seed by seed, with the seeds on which A is ahead. The ``majority`` row
 always answers the commonest training value (or set): the floor a probe must clear.
 
 The probe is written here, not taken from scikit-learn (not a capaware dependency): it is 30 lines of
@@ -122,7 +123,7 @@ def load_fc(path: str, ids: np.ndarray) -> np.ndarray:
         return fc[[f.row[int(i)] for i in ids]]
 
 
-def run_probes(karpathy: str, features: list[tuple[str, str]]) -> dict:
+def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
     records = read_karpathy(karpathy)
     tags = image_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
@@ -136,7 +137,11 @@ def run_probes(karpathy: str, features: list[tuple[str, str]]) -> dict:
         fit = {g: probe_group(xs, ys[g], groups[g][1]) for g in GROUPS}
         rows.setdefault(name, []).append({"file": path, "groups": fit})
         print(f"{name} <- {path}: " + ", ".join(f"{g} {r['test']:.3f}" for g, r in fit.items()), flush=True)
-    return {"karpathy": karpathy, "l2_grid": list(L2_GRID), "groups": list(GROUPS),
+    for a, b in paired:
+        if len(rows.get(a, [])) != len(rows.get(b, [])) or a not in rows:
+            raise CapawareError("--paired", f"{a}={b}: both names need the same number of files (one per seed)",
+                                "give each NAME once per seed, in the same seed order")
+    return {"karpathy": karpathy, "l2_grid": list(L2_GRID), "groups": list(GROUPS), "paired": [list(p) for p in paired],
             "n": {s: int(m.sum()) for s, m in split.items()},
             "majority": {g: majority(ys[g]) for g in GROUPS}, "rows": rows}
 
@@ -146,6 +151,13 @@ def cell(values: list[float]) -> str:
     return f"{m:.3f}" if s is None else f"{m:.3f} ± {s:.3f}"
 
 
+def signed(diffs: list[float]) -> str:
+    """A paired difference: mean ± sd and the seeds on which it is positive."""
+    m, s = mean_sd(diffs)
+    spread = "" if s is None else f" ± {s:.3f}"
+    return f"{m:+.3f}{spread} ({sum(d > 0 for d in diffs)}/{len(diffs)})"
+
+
 def markdown(result: dict) -> str:
     groups = result["groups"]
     lines = ["| features | seeds | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups)]
@@ -153,6 +165,12 @@ def markdown(result: dict) -> str:
     for name, runs in result["rows"].items():
         lines.append(f"| {name} | {len(runs)} | "
                      + " | ".join(cell([r["groups"][g]["test"] for r in runs]) for g in groups) + " |")
+    for a, b in result.get("paired", []):
+        runs_a, runs_b = result["rows"][a], result["rows"][b]
+        diffs = {g: [ra["groups"][g]["test"] - rb["groups"][g]["test"] for ra, rb in zip(runs_a, runs_b)]
+                 for g in groups}
+        lines.append(f"| {a} − {b} (paired) | {len(diffs[groups[0]])} | " + " | ".join(
+            signed(d) for d in diffs.values()) + " |")
     n = result["n"]
     lines.append("")
     lines.append(f"Test accuracy of a linear probe on the pooled (layer4 mean) features, mean ± sd over the files "
@@ -162,12 +180,13 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse_features(items: list[str]) -> list[tuple[str, str]]:
+def parse_features(items: list[str], flag: str = "--features") -> list[tuple[str, str]]:
+    """``NAME=FILE`` (or, for ``--paired``, ``A=B``) pairs."""
     out = []
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise CapawareError("--features", f"{item!r} is not NAME=FILE", "e.g. --features Img=runs/demo/features/img.h5")
+            raise CapawareError(flag, f"{item!r} is not NAME=FILE", "e.g. --features Img=runs/demo/features/img.h5")
         out.append((name, path))
     return out
 
@@ -176,9 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--karpathy", required=True, help="the caption set's dataset_coco.json (its attributes are the targets)")
     parser.add_argument("--features", nargs="+", required=True, help="NAME=FEATS.h5; repeat a NAME for its seeds")
+    parser.add_argument("--paired", nargs="*", default=[], help="A=B: also report A - B per group, paired by seed "
+                        "(the files' order), e.g. Cap-from-identity=Img-identity")
     parser.add_argument("--out", required=True, help="folder for probe.md and probe.json")
     args = parser.parse_args(argv)
-    result = run_probes(args.karpathy, parse_features(args.features))
+    result = run_probes(args.karpathy, parse_features(args.features), parse_features(args.paired, "--paired"))
     out = Path(args.out)
     write_text(out / "probe.json", json.dumps(result, indent=1))
     write_text(out / "probe.md", markdown(result))

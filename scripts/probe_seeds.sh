@@ -45,4 +45,5 @@ for seed in "$@"; do
   feats+=("Img-identity=$run/probe/identity/s$seed/img.h5" "Cap-from-identity=$run/probe/identity/s$seed/cap.h5"
           "Img-attributes=$run/probe/attributes/s$seed/img.h5" "Cap-from-attributes=$run/probe/attributes/s$seed/cap.h5")
 done
-python -m eval.probe --karpathy "$run/data/captions/dataset_coco.json" --features "${feats[@]}" --out "$run/results/probe"
+python -m eval.probe --karpathy "$run/data/captions/dataset_coco.json" --features "${feats[@]}" --out "$run/results/probe" \
+  --paired Cap-from-identity=Img-identity Cap-from-attributes=Img-attributes Img-attributes=Img-identity

@@ -128,21 +128,22 @@ def test_an_unknown_pretrain_lr_decay_is_refused_in_one_line():
 def test_identity_crops_carry_one_kind_and_nothing_the_captions_say_beyond_it(tmp_path):
     """ImageNet's kind of label: one class per object-centred crop, the kind of its central object; no
     colour, count, size or background tag anywhere among the classes."""
-    from capdata.synthetic.shapes_captions import SHAPES, generate_captions
+    from capdata.synthetic.shapes_captions import COLOURS, SHAPES, generate_captions
     from embedder.data import ImageBank
     from embedder.pretrain import Views, kind_names, target_names
 
     rec = read_karpathy(generate_captions(tmp_path / "set", n_train=24, n_test=2, seed=3, size=64))
     names = target_names(rec, "identity")
     assert names == kind_names(rec) and {n.split(":", 1)[0] for n in names} == {"kind"}
-    assert {n.split(":", 1)[1] for n in names} <= set(SHAPES)
+    assert {n.split(":", 1)[1] for n in names} <= {f"{c} {s}" for c in COLOURS for s in SHAPES}
+    assert target_names(rec, "identity_shape") == sorted({f"kind:{o['shape']}" for objs in rec.objects for o in objs})
     bank = ImageBank.build(rec, 64, True)
     views = Views(bank, names, crop=24, targets="identity")
     for seed in range(4):
         x, y = views.batch(np.arange(len(rec)), np.random.default_rng(seed))
         assert x.shape == (len(rec), 3, 24, 24)
         assert torch.equal(y.sum(1), torch.ones(len(rec)))  # exactly one label per image
-        present = [{f"kind:{o['shape']}" for o in objs} for objs in rec.objects]
+        present = [{f"kind:{o['colour']} {o['shape']}" for o in objs} for objs in rec.objects]
         assert all(names[int(k)] in p for k, p in zip(y.argmax(1), present))  # a kind the image really holds
 
 
@@ -156,13 +157,13 @@ def test_identity_labels_the_object_nearest_the_crop_centre():
                          attributes=None, objects=[objects], sizes=np.array([[128.0, 128.0]]))
     image = torch.zeros(1, 3, 64, 64, dtype=torch.uint8)
     image[:, :, 5:15, 5:15] = 200  # the star's region in the 64 px frame: a crop holding it is not all zeros
-    views = Views(ImageBank(rec, 64, cache=image), ["kind:circle", "kind:star"], crop=32, targets="identity")
+    views = Views(ImageBank(rec, 64, cache=image), ["kind:blue circle", "kind:red star"], crop=32, targets="identity")
     for seed in range(12):
         x, y = views.batch(np.array([0]), np.random.default_rng(seed))
         holds_star = bool((x[0] != x[0, :, -1:, -1:]).any())  # the crops hold one centre each (42 px apart)
         assert y[0].tolist() == ([0.0, 1.0] if holds_star else [1.0, 0.0])
     with pytest.raises(CapawareError, match="pretrain.crop"):
-        Views(ImageBank(rec, 64, cache=image), ["kind:circle", "kind:star"], crop=None, targets="identity")
+        Views(ImageBank(rec, 64, cache=image), ["kind:blue circle", "kind:red star"], crop=None, targets="identity_shape")
 
 
 def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):

@@ -79,14 +79,23 @@ def test_the_command_probes_every_group_from_a_run_s_files(tmp_path):
         noise = np.random.default_rng(seed).normal(scale=0.3, size=planted.shape)
         files.append(f"planted={write_fc(tmp_path / f'p{seed}.h5', rec.image_ids[order], (planted + noise)[order])}")
     files.append(f"noise={write_fc(tmp_path / 'n.h5', rec.image_ids, np.random.default_rng(5).normal(size=planted.shape))}")
-    main(["--karpathy", str(tmp_path / "set/dataset_coco.json"), "--features", *files, "--out", str(tmp_path / "out")])
+    files.append(f"noise={write_fc(tmp_path / 'n2.h5', rec.image_ids, np.random.default_rng(6).normal(size=planted.shape))}")
+    main(["--karpathy", str(tmp_path / "set/dataset_coco.json"), "--features", *files, "--paired", "planted=noise",
+          "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out/probe.json").read_text())
-    assert list(result["rows"]) == ["planted", "noise"] and len(result["rows"]["planted"]) == 2
+    assert list(result["rows"]) == ["planted", "noise"] and len(result["rows"]["planted"]) == 2 == len(result["rows"]["noise"])
     assert all(r["groups"]["background"]["test"] >= 0.9 for r in result["rows"]["planted"])
-    assert result["rows"]["noise"][0]["groups"]["background"]["test"] < 0.6
+    assert all(r["groups"]["background"]["test"] < 0.6 for r in result["rows"]["noise"])
     assert result["n"] == {"train": 80, "val": 40, "test": 40}
     table = (tmp_path / "out/probe.md").read_text()
     assert "| planted | 2 |" in table and "±" in table and "| majority (floor) |" in table
+    paired = next(line for line in table.splitlines() if line.startswith("| planted − noise (paired) | 2 |"))
+    diff = [r["groups"]["background"]["test"] for r in result["rows"]["planted"]]
+    diff = [d - r["groups"]["background"]["test"] for d, r in zip(diff, result["rows"]["noise"])]
+    assert f"{np.mean(diff):+.3f}" in paired and "(2/2)" in paired  # background: planted ahead on both seeds
+    with pytest.raises(CapawareError, match="same number of files"):
+        main(["--karpathy", str(tmp_path / "set/dataset_coco.json"), "--features", files[0], "--paired", "planted=noise",
+              "--out", str(tmp_path / "out2")])
 
 
 def test_a_caption_set_without_attributes_and_a_bad_features_argument_are_one_line_errors(tmp_path):

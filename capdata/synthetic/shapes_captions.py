@@ -144,11 +144,9 @@ def render_scene(rng: np.random.Generator, scene: dict, size: int) -> Image.Imag
 
 
 def scene_attributes(scene: dict) -> dict[str, list[str]]:
-    """What the captions talk about, per group: the targets of the stand-in "Img" backbone's pretraining.
-
-    ImageNet features carry what COCO captions mention (objects, colours, counts); a stand-in trained
-    on shape names alone does not, so the captioners had nothing to ground colours or counts in.
-    """
+    """What the captions talk about, per group: the targets of ``eval.probe`` and of the attribute-supervised
+    control stand-in (``pretrain.targets: attributes``). The default "Img" stand-in is told only each
+    object's kind (from ``objects``), as ImageNet is told an object's class."""
     objs = scene["objects"]
     return {"shape": sorted({o["shape"] for o in objs}), "colour": sorted({o["colour"] for o in objs}),
             "object": sorted({f"{o['colour']} {o['shape']}" for o in objs}),
