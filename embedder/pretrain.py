@@ -7,8 +7,8 @@ can show, so ``pretrain.targets`` names it:
 - ``identity`` (the default): ImageNet's kind of supervision. Object-centred crops (ImageNet's photos
   are object-centric), one label per crop: the kind of the object nearest its centre, trained with
   softmax cross-entropy. No count, size, position or background target. The kind is the coloured shape
-  ("red circle", 36 kinds). ImageNet's classes are hardly ever defined by colour, yet ImageNet
-  features carry it; on this synthetic world, where colour is independent of shape, colour did not
+  ("red circle", 36 kinds). ImageNet's classes are hardly ever defined by colour, yet ImageNet-trained
+  networks learn colour-specific filters from their first layer on; on this synthetic world, where colour is independent of shape, colour did not
   emerge without being named: told the shape alone (``identity_shape``), a linear probe read the
   colours of the caption set's images at .09 (majority answer .07), and the captioners on those
   features fell to 19-42% distinct captions (README, *The embedded default*).
