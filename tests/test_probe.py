@@ -1,6 +1,8 @@
 """eval.probe: a linear probe finds a planted linearly separable attribute, scores chance on a shuffled one,
 chooses its penalty on val, and reads its targets and features from the files a run leaves."""
 import json
+import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -105,3 +107,11 @@ def test_a_caption_set_without_attributes_and_a_bad_features_argument_are_one_li
         image_tags(rec)
     with pytest.raises(CapawareError, match="NAME=FILE"):
         main(["--karpathy", str(tmp_path / "set/dataset_coco.json"), "--features", "img.h5", "--out", str(tmp_path)])
+
+
+def test_probe_seeds_script_refuses_bad_arguments_in_one_line(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts/probe_seeds.sh"
+    run = subprocess.run(["bash", str(script), str(tmp_path), "0"], capture_output=True, text=True)
+    assert run.returncode == 2 and "dataset_coco.json is missing" in run.stderr and len(run.stderr.splitlines()) == 1
+    run = subprocess.run(["bash", str(script), str(tmp_path), "one"], capture_output=True, text=True)
+    assert run.returncode == 2 and "seed 'one' is not a whole number" in run.stderr
