@@ -59,16 +59,20 @@ def image_tags(records) -> list[list[str]]:
     return [[f"category:{c}" for c in cats] for cats in records.categories]
 
 
+def multi_hot(tags: list[list[str]], names: list[str]) -> np.ndarray:
+    """[N, C] 0/1 rows over ``names``; a tag not among ``names`` (a held-out image's rare attribute) is left out."""
+    lookup = {c: i for i, c in enumerate(names)}
+    out = np.zeros((len(tags), len(names)), np.float32)
+    for row, ts in enumerate(tags):
+        out[row, [lookup[t] for t in ts if t in lookup]] = 1.0
+    return out
+
+
 def category_targets(records, names: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
-    """[N, C] multi-hot targets over ``names`` (default: the sorted tags of ``records``); a tag
-    unseen in ``names`` (a held-out image's rare attribute) is left out."""
+    """[N, C] multi-hot targets over ``names`` (default: the sorted tags of ``records``)."""
     tags = image_tags(records)
     names = names or sorted({t for ts in tags for t in ts})
-    lookup = {c: i for i, c in enumerate(names)}
-    targets = np.zeros((len(records), len(names)), np.float32)
-    for row, ts in enumerate(tags):
-        targets[row, [lookup[t] for t in ts if t in lookup]] = 1.0
-    return targets, names
+    return multi_hot(tags, names), names
 
 
 def object_kind(obj: dict, targets: str) -> str:
@@ -136,14 +140,14 @@ class Views:
     """
 
     def __init__(self, bank: ImageBank, names: list[str], crop: int | None, targets: str):
-        self.bank, self.names, self.crop, self.targets_kind = bank, names, crop, targets
+        self.bank, self.names, self.crop, self.targets = bank, names, crop, targets
         self.lookup = {n: i for i, n in enumerate(names)}
         records = bank.records
         if crop is None and targets != "attributes":
             raise CapawareError("pretrain.crop", "identity targets are learned from object-centred crops",
                                 "set pretrain.crop (e.g. 48), or pretrain.targets=attributes")
         if crop is None:
-            self.targets, _ = category_targets(records, names)
+            self.image_targets, _ = category_targets(records, names)
             return
         needed = ("objects", "sizes") + (("attributes",) if targets == "attributes" else ())
         if any(getattr(records, key, None) is None for key in needed):
@@ -163,7 +167,7 @@ class Views:
     def batch(self, index: np.ndarray, rng: np.random.Generator, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
         """(normalised images [B, 3, S, S] (S = crop or the frame), targets [B, T])."""
         if self.crop is None:
-            return self.bank.batch(index, device), torch.from_numpy(self.targets[index]).to(device)
+            return self.bank.batch(index, device), torch.from_numpy(self.image_targets[index]).to(device)
         images, c, size = self.bank.uint8(index), self.crop, self.bank.size
         out = torch.empty((len(index), 3, c, c), dtype=images.dtype)
         y = np.zeros((len(index), len(self.names)), np.float32)
@@ -173,9 +177,9 @@ class Views:
             x0 = int(np.clip(round(cx - c / 2), 0, size - c))
             y0 = int(np.clip(round(cy - c / 2), 0, size - c))
             out[row] = images[row, :, y0:y0 + c, x0:x0 + c]
-            if self.targets_kind != "attributes":
+            if self.targets != "attributes":
                 nearest = int(np.hypot(*(centres - [x0 + c / 2, y0 + c / 2]).T).argmin())
-                y[row, self.lookup[object_kind(self.bank.records.objects[i][nearest], self.targets_kind)]] = 1.0
+                y[row, self.lookup[object_kind(self.bank.records.objects[i][nearest], self.targets)]] = 1.0
                 continue
             inside = [j for j, (x, y_) in enumerate(centres) if x0 <= x < x0 + c and y0 <= y_ < y0 + c]
             tags = [f"background:{v}" for v in self.bank.records.attributes[i]["background"]]

@@ -29,7 +29,7 @@ import torch
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
-from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy
+from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
 from eval.results_seeds import mean_sd
 from feature_extract.h5io import open_features
 
@@ -61,11 +61,7 @@ def image_tags(records) -> list[list[str]]:
 def targets(tags: list[list[str]], group: str) -> tuple[np.ndarray, list[str]]:
     """[N, V] 0/1 targets of one group over its values (sorted ``group:value`` names)."""
     names = sorted({t for ts in tags for t in ts if t.split(":", 1)[0] == group})
-    lookup = {n: i for i, n in enumerate(names)}
-    y = np.zeros((len(tags), len(names)), np.float32)
-    for row, ts in enumerate(tags):
-        y[row, [lookup[t] for t in ts if t in lookup]] = 1.0
-    return y, names
+    return multi_hot(tags, names), names
 
 
 def fit_linear(x: torch.Tensor, y: torch.Tensor, exclusive: bool, l2: float) -> torch.nn.Linear:
@@ -89,11 +85,15 @@ def fit_linear(x: torch.Tensor, y: torch.Tensor, exclusive: bool, l2: float) -> 
     return probe
 
 
-def probe_group(x: dict[str, np.ndarray], y: dict[str, np.ndarray], names: list[str]) -> dict:
-    """Fit on ``train`` for every L2 strength, keep the best on ``val``, score it on ``test``."""
+def standardise(x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    """Every split scaled by the train split's mean and sd, so one L2 grid fits every backbone."""
+    mu, sd = x["train"].mean(0), x["train"].std(0) + 1e-6
+    return {s: torch.from_numpy((v - mu) / sd).double() for s, v in x.items()}
+
+
+def probe_group(xs: dict[str, torch.Tensor], y: dict[str, np.ndarray], names: list[str]) -> dict:
+    """Fit on ``train`` (standardised features) for every L2 strength, keep the best on ``val``, score it on ``test``."""
     exclusive = names[0].split(":", 1)[0] in EXCLUSIVE_GROUPS
-    mu, sd = x["train"].mean(0), x["train"].std(0) + 1e-6  # standardised on train: one grid fits every backbone
-    xs = {s: torch.from_numpy((v - mu) / sd).double() for s, v in x.items()}
     ys = {s: torch.from_numpy(v).double() for s, v in y.items()}
 
     def score(probe, split):
@@ -124,6 +124,11 @@ def load_fc(path: str, ids: np.ndarray) -> np.ndarray:
 
 
 def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
+    files = Counter(name for name, _ in features)
+    for a, b in paired:
+        if not files[a] or files[a] != files[b]:
+            raise CapawareError("--paired", f"{a}={b}: both names need the same number of files (one per seed)",
+                                "give each NAME once per seed, in the same seed order")
     records = read_karpathy(karpathy)
     tags = image_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
@@ -133,14 +138,10 @@ def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tupl
     rows: dict[str, list[dict]] = {}
     for name, path in features:
         fc = load_fc(path, records.image_ids)
-        xs = {s: fc[m] for s, m in split.items()}
+        xs = standardise({s: fc[m] for s, m in split.items()})
         fit = {g: probe_group(xs, ys[g], groups[g][1]) for g in GROUPS}
         rows.setdefault(name, []).append({"file": path, "groups": fit})
         print(f"{name} <- {path}: " + ", ".join(f"{g} {r['test']:.3f}" for g, r in fit.items()), flush=True)
-    for a, b in paired:
-        if len(rows.get(a, [])) != len(rows.get(b, [])) or a not in rows:
-            raise CapawareError("--paired", f"{a}={b}: both names need the same number of files (one per seed)",
-                                "give each NAME once per seed, in the same seed order")
     return {"karpathy": karpathy, "l2_grid": list(L2_GRID), "groups": list(GROUPS), "paired": [list(p) for p in paired],
             "n": {s: int(m.sum()) for s, m in split.items()},
             "majority": {g: majority(ys[g]) for g in GROUPS}, "rows": rows}

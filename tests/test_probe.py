@@ -12,7 +12,7 @@ from capcore.errors import CapawareError
 from capdata.readers.karpathy import read_karpathy
 from capdata.synthetic.shapes_captions import generate_captions
 from feature_extract.h5io import FORMAT, create
-from eval.probe import L2_GRID, image_tags, main, majority, probe_group, region
+from eval.probe import L2_GRID, image_tags, main, majority, probe_group, region, standardise
 
 
 def splits(x, y, n_train=400, n_val=150):
@@ -35,6 +35,7 @@ def test_a_planted_separable_attribute_is_recovered_and_a_shuffled_one_scores_ch
         y = (x @ w > 0).astype(np.float32)
     names = [f"{group}:{v}" for v in "abc"]
     xs, ys = splits(x, y)
+    xs = standardise(xs)
     fit = probe_group(xs, ys, names)
     assert fit["test"] >= 0.9 and fit["l2"] in L2_GRID
     shuffled = splits(x, y[rng.permutation(len(y))])[1]
