@@ -205,6 +205,7 @@ class CaptionerManifest:
     features: str  # the features file it trained on
     refs: str  # the Karpathy json its captions are scored against
     precision: str = ""  # what train.precision chose on this machine, and why (capcore.device.precision_choice)
+    scst_signature: str = ""  # rl/signature.py, for an SCST run
     kind: str = "captioner"
 
 

@@ -5,8 +5,9 @@ Written files::
     preds.json       COCO results format: [{"image_id": int, "caption": str}, ...] in the split's order
     preds.meta.json  {"checkpoint", "config_hash", "core", "stage" (xe | rl: the checkpoint's, xe when
                       absent), "split", "method", "beam_size", "temperature", "features", "n_images",
-                      "command"}: eval.captions copies config_hash from it; eval.results_table reads
-                      core, stage and the features file (whose backbone attribute says Img / Cap)
+                      "command", "scst_signature" (rl/signature.py; null for XE)}: eval.captions copies
+                      config_hash and scst_signature from it; eval.results_table reads core, stage and
+                      the features file (whose backbone attribute says Img / Cap)
     --attention A.h5 (optional) image_id [N] int64, seq [N, T] int32 (0 after the end),
                      alpha [N, T, H*W] float16 (the attention that produced word t), caption [N] str;
                      attrs grid_h, grid_w, checkpoint, method, beam_size. Read by eval.attention_maps.
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": ckpt.get("config_hash"),
             "core": ckpt["model_args"]["core"], "stage": ckpt.get("stage", "xe"), "split": split,
             "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,
-            "features": str(Path(feats).resolve()), "n_images": len(results), "command": command}
+            "features": str(Path(feats).resolve()), "n_images": len(results), "command": command,
+            "scst_signature": ckpt.get("scst_signature")}
     write_text(meta_path(a.out), json.dumps(meta, indent=1))
     if a.attention:
         rows = [(i, s, al, preds[i]) for i, s, al in attention]

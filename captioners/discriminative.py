@@ -6,7 +6,10 @@
 - ``distinct_captions``: distinct captions / captions (the looser variant some papers report);
 - ``novel_captions``: fraction not found, word for word, among the training references ("not seen in
   training"); None when the references file has no training split (a COCO captions_*.json);
-- ``vocab_size``: distinct words used over all generated captions; ``mean_length``: words per caption.
+- ``vocab_size``: distinct words used over all generated captions; ``mean_length``: words per caption;
+- ``bad_endings``: fraction whose last word is the last word of no training reference ("a man riding a
+  horse on a"): the truncation SacreEOS (Barraco et al. 2023) found SCST learns when the end token is
+  not in its reward. An empty caption counts as a bad ending. None without training references.
 
 Fractions, like the other caption metrics (papers print x100). Captions are compared after the same
 normalisation on both sides (lower case, words only: ``simple_tokenize``), so punctuation or
@@ -41,7 +44,11 @@ def discriminativeness(captions: list[str], train_captions: Iterable[str] | None
            "novel_captions": None,
            "vocab_size": len({w for ws in words for w in ws}),
            "mean_length": sum(len(ws) for ws in words) / len(words)}
+    out["bad_endings"] = None
     if train_captions is not None:
-        seen = set(_norm(train_captions))
+        train_norm = _norm(train_captions)
+        seen = set(train_norm)
         out["novel_captions"] = sum(c not in seen for c in norm) / len(norm)
+        endings = {c.split()[-1] for c in train_norm if c}
+        out["bad_endings"] = sum(not ws or ws[-1] not in endings for ws in words) / len(words)
     return out

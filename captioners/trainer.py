@@ -154,7 +154,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
         print(f"{recipe.kind} {cfg.name}: {shared['precision']}", flush=True)
         manifest = CaptionerManifest(stage=shared["stage"], core=shared["model_args"]["core"],
                                      features=shared["features"], refs=str(cfg.data.json),
-                                     precision=shared["precision"])
+                                     precision=shared["precision"],
+                                     scst_signature=shared.get("scst_signature", ""))
         write_manifest(where.manifest, manifest, cfg.run_dir)
 
     def checkpoint(done: bool) -> None:

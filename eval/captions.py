@@ -13,8 +13,10 @@ Written: ``--out`` metrics JSON::
 
     {"metrics": {"BLEU-1": float, ..., "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE": float | null},
      "unavailable": {metric: "why, and how to install"}, "notes": [...], "n_images": int,
-     "n_split_images": int, "split", "preds", "refs", "preds_sha256", "config_hash" (from preds.meta.json,
-     written by captioners.decode, else null), "tokenizer", "command"}
+     "n_split_images": int, "split", "preds", "refs", "preds_sha256", "config_hash" and "scst_signature"
+     (from preds.meta.json, written by captioners.decode, else null; the signature says which SCST
+     variant trained the model, rl/signature.py), "tokenizer", "command", "discriminativeness" (unique,
+     distinct, novel captions, vocabulary, mean length, bad endings: captioners/discriminative.py)}
 
 and with ``--per-image``: ``[{"image_id", "caption", "BLEU-1", ..., "CIDEr-D", "METEOR", "SPICE"}]``.
 Values are fractions as pycocoevalcap returns them (papers print x100).
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> None:
               "n_split_images": n_split, "split": a.split if kind == "karpathy" else None,
               "preds": str(Path(a.preds).resolve()), "refs": str(Path(a.refs).resolve()),
               "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),
-              "config_hash": meta.get("config_hash"), "tokenizer": s.tokenizer, "command": command}
+              "config_hash": meta.get("config_hash"), "scst_signature": meta.get("scst_signature"),
+              "tokenizer": s.tokenizer, "command": command}
     report["discriminativeness"] = metrics_section(preds, a.refs)
     out = Path(a.out) if a.out else Path(a.preds).with_name(Path(a.preds).stem + ".metrics.json")
     write_text(out, json.dumps(report, indent=1, allow_nan=False))
@@ -191,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {m:8s} {'unavailable: ' + s.unavailable[m] if v is None else f'{v:.4f}'}")
     for note in s.notes:
         print(f"  note: {note}")
+    if meta.get("scst_signature"):
+        print(f"  SCST signature: {meta['scst_signature']}")
     print(f"  -> {out}")
 
 

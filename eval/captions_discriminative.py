@@ -33,5 +33,6 @@ def metrics_section(preds: dict[int, str], refs_path: str | Path) -> dict:
 def summary_line(section: dict) -> str:
     """One line for a CLI summary."""
     novel = "n/a" if section["novel_captions"] is None else f"{section['novel_captions']:.2%}"
-    return (f"  discriminativeness: unique {section['unique_captions']:.2%}, novel {novel}, "
+    bad = "n/a" if section.get("bad_endings") is None else f"{section['bad_endings']:.2%}"
+    return (f"  discriminativeness: unique {section['unique_captions']:.2%}, novel {novel}, bad endings {bad}, "
             f"vocabulary {section['vocab_size']} words, mean length {section['mean_length']:.2f}")

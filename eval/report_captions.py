@@ -14,7 +14,7 @@ import numpy as np
 from capcore.run_layout import CaptionerDir
 from eval.report_html import Cell, Section, anchor, code, esc, figure, table
 from eval.report_inputs import CaptionRun, karpathy_refs, sort_key
-from eval.results_table import COLUMNS, DIGITS, GROUNDING
+from eval.results_table import BESIDE, COLUMNS, DIGITS
 
 TABLE_FIX = ("python -m eval.results_table CAPTIONER_RUN... --out RUN/results/captioning (after "
              "scripts/stage3_captioners.sh / stage3_rl.sh; scripts/demo.sh runs it)")
@@ -42,12 +42,12 @@ def section_table1(ctx, captioning) -> Section:
             v = r.get(col)
             line.append(Cell("n/a", ("num",)) if not isinstance(v, (int, float)) else
                         Cell(f"{v:.{DIGITS[col]}f}", ("num", "best") if v == best[(model, col)] else ("num",)))
-        for col in GROUNDING:
+        for col in BESIDE:
             v = r.get(col)
             line.append(Cell("n/a" if not isinstance(v, (int, float)) else f"{v:.2f}", ("num",)))
         line += [Cell(str(r.get("n_images", "?")), ("num",)), r.get("decoding", "?")]
         cells.append(line)
-    sec.add(table(["Model", "Features", "Training", *COLUMNS, *GROUNDING, "Images", "Decoding"], cells))
+    sec.add(table(["Model", "Features", "Training", *COLUMNS, *BESIDE, "Images", "Decoding"], cells))
     links = []
     for name in ("captioning.csv", "captioning.json", "captioning.md"):
         if (path.parent / name).is_file():
@@ -57,7 +57,7 @@ def section_table1(ctx, captioning) -> Section:
             "Img: class-supervised backbone, Cap: caption-aware (metric learning); XE: cross-entropy, RL: "
             "self-critical. G: CIDEr-D with each image's own features over CIDEr-D with the features shuffled "
             "across images (eval.grounding; about 1 when the captions ignore the image), D: distinct captions / "
-            "images. Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
+            "images, E: bad endings (captions whose last word ends no training reference). Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
             f"{code(data.get('command') or 'python -m eval.results_table')}. Data: {', '.join(links)}.</p>"
             + (f"<ul class=note>{notes}</ul>" if notes else ""))
     curves(ctx, sec, captioning[1])

@@ -23,9 +23,9 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.results_table import COLUMNS, GROUNDING
+from eval.results_table import BESIDE, COLUMNS
 
-METRICS = [c for c in [*COLUMNS, *GROUNDING] if c != "S"]
+METRICS = [c for c in [*COLUMNS, *BESIDE] if c != "S"]
 KEY = ("model", "features", "training")
 
 
@@ -57,6 +57,9 @@ def aggregate(tables: list[dict]) -> dict:
             vals = [t[key].get(m) for t in tables]
             if all(isinstance(v, (int, float)) for v in vals):
                 cell[m] = {"values": vals, **dict(zip(("mean", "sd"), mean_sd(vals)))}
+        signatures = sorted({str(t[key].get("signature")) for t in tables if t[key].get("signature")})
+        if signatures:  # one per seed is expected; more than one means the seeds ran different recipes
+            cell["signature"] = " / ".join(f"`{s}`" for s in signatures)
         cells.append(cell)
     diffs = []
     for model in dict.fromkeys(k[0] for k in keys):
@@ -99,20 +102,22 @@ def verdict(d: dict) -> str:
 def markdown(result: dict, sources: list[str], machine: str) -> str:
     n = result["n_seeds"]
     lines = [f"### Table 1 over {n} captioner training seeds (mean ± sd)", "",
-             "| Model | Features | Training | " + " | ".join(METRICS) + " |",
-             "|---|---|---|" + "---:|" * len(METRICS)]
+             "| Model | Features | Training | " + " | ".join(METRICS) + " | SCST signature |",
+             "|---|---|---|" + "---:|" * len(METRICS) + "---|"]
     for c in result["cells"]:
         lines.append(f"| {c['model']} | {c['features']} | {c['training']} | "
-                     + " | ".join(_fmt(c.get(m), 2 if m in GROUNDING else 3) for m in METRICS) + " |")
+                     + " | ".join(_fmt(c.get(m), 2 if m in BESIDE else 3) for m in METRICS)
+                     + f" | {c.get('signature') or '—'} |")
     lines += ["", "Paired difference Cap − Img, seed by seed (mean ± sd):", "",
               "| Model | Training | " + " | ".join(f"Δ{m}" for m in METRICS) + " | Verdict |",
               "|---|---|" + "---:|" * len(METRICS) + "---|"]
     for d in result["cap_minus_img"]:
         lines.append(f"| {d['model']} | {d['training']} | "
-                     + " | ".join(_fmt(d.get(m), 2 if m in GROUNDING else 3, signed=True) for m in METRICS)
+                     + " | ".join(_fmt(d.get(m), 2 if m in BESIDE else 3, signed=True) for m in METRICS)
                      + f" | {verdict(d)} |")
     lines += ["", f"B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L (test split, beam 2); G CIDEr-D real / shuffled "
-                  f"features, D distinct captions / images (greedy). Seeds: {', '.join(sources)}. "
+                  f"features, D distinct captions / images (greedy), E bad endings (captions whose last word ends no "
+                  f"training reference); SCST signature: rl/signature.py. Seeds: {', '.join(sources)}. "
                   f"Machine: {machine}."]
     return "\n".join(lines) + "\n"
 

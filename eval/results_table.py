@@ -11,11 +11,14 @@ from, never from folder names, so a renamed folder or a swapped features file ca
     training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
 
 Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
-M, R, S as fractions (as the paper prints them), then two grounding columns from the
-``grounding_<split>.json`` of eval.grounding beside the metrics file: G (CIDEr-D with each image's own
+M, R, S as fractions (as the paper prints them), then three columns beside them: from the
+``grounding_<split>.json`` of eval.grounding beside the metrics file, G (CIDEr-D with each image's own
 features over CIDEr-D with the features shuffled across images; ~1 means the captions ignore the image)
-and D (distinct captions / images); "n/a" when the run has no grounding file. A metric the run could
-not compute (SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
+and D (distinct captions / images), "n/a" when the run has no grounding file; from the metrics file, E
+(bad endings: captions whose last word ends no training reference, captioners/discriminative.py). An
+RL row also shows its SCST signature (rl/signature.py: EOS in the reward or not, baseline, samples,
+document frequencies, XE weight), read from the metrics file. A metric the run could not compute
+(SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
 ``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
 ``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
 file, backbone, decoding and config hash).
@@ -121,6 +124,8 @@ def read_row(metrics_file: Path) -> dict:
     row = {"model": MODEL_NAMES.get(core, core), "core": core, "features": label, "training": stage}
     row.update({col: _number(values.get(name)) for col, name in COLUMNS.items()})
     row.update(read_grounding(metrics_file, report.get("split")))
+    row["E"] = _number((report.get("discriminativeness") or {}).get("bad_endings"))
+    row["signature"] = report.get("scst_signature") or meta.get("scst_signature")
     row.update({"split": report.get("split"), "n_images": report.get("n_images"),
                 "n_split_images": report.get("n_split_images"), "decoding": decoding,
                 "metrics_file": _shown(metrics_file), "preds": str(preds), "features_file": str(meta["features"]),
@@ -183,7 +188,8 @@ def notes_of(rows: list[dict]) -> list[str]:
     return notes
 
 
-GROUNDING = {"G": "CIDEr-D real / shuffled features", "D": "distinct captions / images"}
+BESIDE = {"G": "CIDEr-D real / shuffled features", "D": "distinct captions / images",
+          "E": "bad endings: captions whose last word ends no training reference"}
 
 
 def _cell(row: dict, col: str) -> str:
@@ -194,28 +200,32 @@ def _cell(row: dict, col: str) -> str:
 def markdown(rows: list[dict], notes: list[str]) -> str:
     splits = sorted({str(r["split"]) for r in rows})
     title = f"### Captioning, Karpathy {' / '.join(splits)} split (layout of Kim et al. 2019, Table 1)"
-    head = ["Model", "Features", "Training", *COLUMNS, *GROUNDING, "Images", "Decoding", "Metrics file"]
+    head = ["Model", "Features", "Training", *COLUMNS, *BESIDE, "Images", "Decoding", "SCST signature", "Metrics file"]
     lines = [title, "", "| " + " | ".join(head) + " |",
-             "|---|---|---|" + "---:|" * (len(COLUMNS) + len(GROUNDING)) + "---:|---|---|"]
+             "|---|---|---|" + "---:|" * (len(COLUMNS) + len(BESIDE)) + "---:|---|---|---|"]
     prev = (None, None)
     for r in rows:
         model = "" if r["model"] == prev[0] else r["model"]
         feats = "" if (r["model"], r["features"]) == prev else r["features"]
         prev = (r["model"], r["features"])
-        cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *GROUNDING]), str(r["n_images"]),
-                 r["decoding"], f"`{r['metrics_file']}`"]
+        signature = f"`{r['signature']}`" if r.get("signature") else "—"
+        cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *BESIDE]), str(r["n_images"]),
+                 r["decoding"], signature, f"`{r['metrics_file']}`"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", ("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: "
                    "class-supervised backbone (ImageNet / class-pretrained); Cap: caption-aware (metric learning). "
                    "XE: cross-entropy; RL: self-critical fine-tuning. G: CIDEr-D with each image's own features / with the "
                    "features shuffled across images (greedy, eval.grounding; about 1 when the captions ignore the "
-                   "image); D: distinct captions / images.")]
+                   "image); D: distinct captions / images; E: bad endings, captions whose last word ends no "
+                   "training reference. SCST signature: EOS in the reward (Standard) or not (No<Eos>), baseline "
+                   "(average of the other samples or greedy) with samples per image, document-frequency corpus, "
+                   "XE weight, temperature (rl/signature.py).")]
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["model", "features", "training", *COLUMNS, *GROUNDING, "n_images", "split", "decoding", "metrics_file",
-              "preds", "features_file", "backbone", "backbone_method", "config_hash"]
+CSV_FIELDS = ["model", "features", "training", *COLUMNS, *BESIDE, "n_images", "split", "decoding", "signature",
+              "metrics_file", "preds", "features_file", "backbone", "backbone_method", "config_hash"]
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -223,7 +233,7 @@ def to_csv(rows: list[dict]) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in [*COLUMNS, *GROUNDING]}})
+        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in [*COLUMNS, *BESIDE]}})
     return buf.getvalue()
 
 

@@ -10,8 +10,14 @@ the references, x10), with two choices made the way SCST needs them (Rennie et a
   (one document = one image's set of captions), not from the batch, so a caption's reward does not
   depend on which other images share its batch; they are cached in a small HDF5 file tied to the
   labels file by its sha256 (:func:`load_or_build_doc_freq`);
-- captions are token-id rows; everything from the first 0 (EOS / pad) on is ignored, and the EOS
-  itself is not a word, so the reward is the CIDEr-D of the caption string captioners.decode writes.
+- captions are token-id rows; everything after the first 0 (EOS / pad) is ignored. Whether the EOS
+  itself counts is the ``eos`` choice of the document frequencies (SacreEOS, Barraco et al. 2023):
+  with ``eos=True`` (rl.reward.eos, the default) it is one more word, as self-critical.pytorch's
+  ``array_to_str`` writes "12 7 0" and its ``prepro_ngrams.py`` appends ``<eos>`` to every reference,
+  so "court <eos>" pays only a caption that really ends there; a row with no 0 (it filled all T slots)
+  gets no end token, as there. The EOS is word id V + 1 here (ids 1..V are words).
+  With ``eos=False`` the EOS is not a word and the reward is the CIDEr-D of the caption string
+  captioners.decode writes; SCST on that reward can learn to stop mid-phrase for free.
 
 pycocoevalcap quirks kept on purpose, because "the same numbers" is the contract: the length in the
 penalty is the number of *bigrams* (``max(words - 1, 0)``: its ``if n == 1`` counts 2-grams), and a
@@ -38,13 +44,26 @@ from captioners.prepro import Labels, read_labels
 
 N = 4  # n-gram orders 1..N
 SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)
-DF_FORMAT = "capaware-cider-df-v1"
+DF_FORMAT = "capaware-cider-df-v2"  # v2: records whether the EOS is a word
 
 
 def caption_lengths(seqs: np.ndarray) -> np.ndarray:
     """Words before the first 0 in each row (the row's length if it has no 0)."""
     zero = seqs == 0
     return np.where(zero.any(1), zero.argmax(1), seqs.shape[1])
+
+
+def with_end_token(seqs: np.ndarray, end: int) -> np.ndarray:
+    """[M, T] -> [M, T + 1]: ``end`` written at each row's first 0 (self-critical.pytorch's array_to_str
+    keeps that 0 as a word); a row with no 0 keeps no end token; anything after the end becomes 0."""
+    seqs = np.asarray(seqs, dtype=np.int64)
+    M, T = seqs.shape
+    lengths = caption_lengths(seqs)
+    out = np.zeros((M, T + 1), dtype=np.int64)
+    out[:, :T] = np.where(np.arange(T)[None, :] < lengths[:, None], seqs, 0)
+    ended = lengths < T
+    out[np.flatnonzero(ended), lengths[ended]] = end
+    return out
 
 
 def _check_base(base: int, n: int) -> None:
@@ -110,8 +129,18 @@ class DocFreq:
     keys: np.ndarray  # [K] sorted int64 n-gram keys
     counts: np.ndarray  # [K] images whose captions contain the n-gram
     n_docs: int
-    base: int  # vocabulary size + 1 (word ids 1..V)
+    base: int  # alphabet of the keys: V + 1 (word ids 1..V), V + 2 with the end token V + 1
     n: int = N
+    eos: bool = False  # the end token is a word of every caption (module docstring)
+
+    @property
+    def end_token(self) -> int | None:
+        """The id the EOS is written as (V + 1), or None when it is not a word."""
+        return self.base - 1 if self.eos else None
+
+    @property
+    def variant(self) -> str:
+        return eos_variant(self.eos)
 
     @property
     def ref_len(self) -> float:
@@ -125,6 +154,10 @@ class DocFreq:
         return np.where(self.keys[pos] == keys, self.counts[pos], 0)
 
 
+def eos_variant(eos: bool) -> str:
+    return "with the end token" if eos else "without the end token"
+
+
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, s + c) for each (s, c), without a Python loop."""
     counts = np.asarray(counts, dtype=np.int64)
@@ -132,8 +165,16 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(counts.sum())
 
 
-def build_doc_freq(labels: Labels, base: int, split: str = "train", n: int = N, chunk: int = 20000) -> DocFreq:
-    """Document frequencies from the captions of ``split``'s images (in chunks: bounded memory on COCO)."""
+def build_doc_freq(labels: Labels, base: int, split: str = "train", n: int = N, chunk: int = 20000,
+                   eos: bool = False) -> DocFreq:
+    """Document frequencies from the captions of ``split``'s images (in chunks: bounded memory on COCO).
+
+    ``base`` is V + 1 for V words; with ``eos`` every reference that ends inside labels.h5's width gets
+    the end token V + 1 and the keys' alphabet becomes V + 2. (self-critical.pytorch's prepro_ngrams.py
+    counts untruncated references; labels.h5 holds them cut at max_length, as its reward's references are.)
+    """
+    end = base if eos else None
+    base = base + 1 if eos else base
     _check_base(base, n)
     images = np.flatnonzero(labels.splits == split)
     if len(images) == 0:
@@ -144,46 +185,53 @@ def build_doc_freq(labels: Labels, base: int, split: str = "train", n: int = N, 
         ii = images[s:s + chunk]
         counts = labels.end_ix[ii] - labels.start_ix[ii]
         owner = np.repeat(np.arange(len(ii)), counts)
-        tab = ngram_table(labels.labels[_ranges(labels.start_ix[ii], counts)], base, n)
+        rows = labels.labels[_ranges(labels.start_ix[ii], counts)]
+        tab = ngram_table(with_end_token(rows, end) if eos else rows, base, n)
         K = max(len(tab.keys), 1)
         docs = np.unique(owner[tab.row] * K + tab.dense)  # distinct (image, n-gram) pairs
         parts.append(tab.keys[docs % K])
     keys, counts = np.unique(np.concatenate(parts), return_counts=True)
-    return DocFreq(keys, counts.astype(np.int64), len(images), base, n)
+    return DocFreq(keys, counts.astype(np.int64), len(images), base, n, eos)
 
 
-def doc_freq_path(labels_path: str | Path, split: str = "train") -> Path:
-    return Path(labels_path).with_name(f"cider_df_{split}.h5")
+def doc_freq_path(labels_path: str | Path, split: str = "train", eos: bool = False) -> Path:
+    return Path(labels_path).with_name(f"cider_df_{split}{'_eos' if eos else ''}.h5")
 
 
 def load_or_build_doc_freq(labels_path: str | Path, split: str = "train", cache: str | Path | None = None,
-                           n: int = N) -> DocFreq:
+                           n: int = N, eos: bool = False) -> DocFreq:
     """The cached document frequencies of ``labels_path``'s ``split``, rebuilt when the labels changed.
 
-    The cache's attributes name the labels file's sha256, the split and n, so a stale cache (prepro
-    rerun, another dataset) is never used.
+    The cache's attributes name the labels file's sha256, the split, n and the EOS variant, so a stale
+    cache (prepro rerun, another dataset) is never used. A cache of the other EOS variant is refused:
+    the two rewards are not comparable (SacreEOS), and silently overwriting a file a concurrent run of
+    the other variant reads would change that run's reward under it.
     """
     labels_path = Path(labels_path)
-    cache = Path(cache) if cache else doc_freq_path(labels_path, split)
+    cache = Path(cache) if cache else doc_freq_path(labels_path, split, eos)
     sha = file_sha256(labels_path)
     if cache.is_file():
         try:
             with h5py.File(cache, "r") as f:
                 a = f.attrs
+                if a.get("format") == DF_FORMAT and bool(a.get("eos")) != eos:
+                    raise CapawareError(cache, f"holds CIDEr-D document frequencies {eos_variant(not eos)}, but this run's "
+                                        f"reward.eos is {str(eos).lower()}",
+                                        "delete the file, or point reward.df_cache at another one")
                 if (a.get("format"), a.get("labels_sha256"), a.get("split"), int(a.get("n", -1))) == \
                         (DF_FORMAT, sha, split, n):
-                    return DocFreq(f["keys"][:], f["counts"][:], int(a["n_docs"]), int(a["base"]), n)
+                    return DocFreq(f["keys"][:], f["counts"][:], int(a["n_docs"]), int(a["base"]), n, eos)
         except OSError:
             pass  # unreadable (half-copied): rebuilt below
     labels = read_labels(labels_path)
     with h5py.File(labels_path, "r") as f:
         base = int(f.attrs["vocab_size"]) + 1
-    df = build_doc_freq(labels, base, split, n)
+    df = build_doc_freq(labels, base, split, n, eos=eos)
     with atomic_path(cache) as tmp, h5py.File(tmp, "w") as f:
         f.create_dataset("keys", data=df.keys)
         f.create_dataset("counts", data=df.counts)
         f.attrs.update(format=DF_FORMAT, labels_sha256=sha, labels=str(labels_path.resolve()), split=split, n=n,
-                       n_docs=df.n_docs, base=base)
+                       n_docs=df.n_docs, base=df.base, eos=eos)
     return df
 
 
@@ -268,24 +316,41 @@ class CiderReward:
         images, group = np.unique(np.asarray(label_ix, np.int64), return_inverse=True)
         counts = self.labels.end_ix[images] - self.labels.start_ix[images]
         refs = self.labels.labels[_ranges(self.labels.start_ix[images], counts)]
+        if self.df.eos:
+            seqs, refs = with_end_token(seqs, self.df.end_token), with_end_token(refs, self.df.end_token)
         return cider_d(seqs, group, refs, np.repeat(np.arange(len(images)), counts), self.df, self.sigma)
+
+    def together(self, *parts) -> list[np.ndarray]:
+        """The rewards of several ``(seqs, label_ix)`` pairs (an SCST step's samples and greedy captions)
+        in one call: one n-gram table for all of them, and each image's references joined once."""
+        parts = [(s.detach().cpu().numpy() if hasattr(s, "detach") else np.asarray(s), np.asarray(ix)) for s, ix in parts]
+        width = max(s.shape[1] for s, _ in parts)
+        seqs = np.concatenate([np.pad(s, ((0, 0), (0, width - s.shape[1]))) for s, _ in parts])
+        scores = self(seqs, np.concatenate([ix for _, ix in parts]))
+        return np.split(scores, np.cumsum([len(s) for s, _ in parts])[:-1])
 
 
 # ----------------------------------------------------------------------------- the reference (slow)
 
-def ids_to_string(seq) -> str:
-    """Token ids -> the space-separated string pycocoevalcap reads (stops at the first 0)."""
+def ids_to_string(seq, eos: bool = False) -> str:
+    """Token ids -> the space-separated string pycocoevalcap reads. It stops at the first 0, which is
+    kept as the word "0" with ``eos`` (self-critical.pytorch's array_to_str)."""
     words = []
     for t in seq:
         if int(t) == 0:
+            if eos:
+                words.append("0")
             break
         words.append(str(int(t)))
     return " ".join(words)
 
 
 def doc_freq_as_ngrams(df: DocFreq) -> dict[tuple[str, ...], float]:
-    """Our document frequencies in pycocoevalcap's form: {("12", "7"): 3.0, ...}."""
-    return {tuple(str(w) for w in decode_key(k, df.base)): float(c) for k, c in zip(df.keys.tolist(), df.counts)}
+    """Our document frequencies in pycocoevalcap's form: {("12", "7"): 3.0, ...}; the end token is "0"."""
+    def word(w: int) -> str:
+        return "0" if w == df.end_token else str(w)
+
+    return {tuple(word(w) for w in decode_key(k, df.base)): float(c) for k, c in zip(df.keys.tolist(), df.counts)}
 
 
 class _CorpusSized(list):

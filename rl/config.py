@@ -47,6 +47,7 @@ class RewardConfig:
     df_split: str = "train"  # document frequencies from this split's references (labels.h5)
     df_cache: Optional[str] = None  # None: <prepro_dir>/cider_df_<split>.h5
     sigma: float = 6.0  # CIDEr-D length penalty
+    eos: bool = True  # the end token is a word of the reward, as self-critical.pytorch has it (rl/cider.py)
 
 
 @dataclass

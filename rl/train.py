@@ -6,7 +6,9 @@ clipping). Validation also runs before the first RL step, so ``best.pt`` is neve
 XE checkpoint it started from. Outputs under ``out_dir``, the same files as captioners.train
 (``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
-val/novel_captions, val/vocab_size, val/mean_length.
+val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings. The run's SCST signature
+(rl/signature.py: EOS in the reward or not, baseline, samples, document frequencies, XE weight) is on
+its checkpoints and manifest.json, and captioners.decode carries it to the predictions' meta.
 
 Under ``torchrun`` each process takes its share of every global batch (as in XE); the sampling noise
 is drawn for the whole global batch on every process (rl/scst.py), rewards and baselines are per
@@ -47,13 +49,14 @@ from captioners.validation import validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
+from rl.signature import signature_of
 
 # config keys that say where or how often to write, not what the weights become (the XE start counts
 # through its file's hash, not its path)
 NOT_IN_FINGERPRINT = {"train": ("stop_after_steps", "ckpt_every", "log_every"),
                       "": ("out_dir", "name", "device", "init"), "data": ("num_workers", "in_memory"),
                       "val": ("batch_size",), "reward": ("df_cache",)}
-DIVERSITY = ("unique_captions", "novel_captions", "vocab_size", "mean_length")
+DIVERSITY = ("unique_captions", "novel_captions", "vocab_size", "mean_length", "bad_endings")
 
 
 def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str]) -> dict:
@@ -104,8 +107,12 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
             greedy = greedy_captions(model, fc, att, max_len) if t.baseline == "greedy" else None
             dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler, positions,
                                    global_images)
-        greedy_r = reward(greedy, label_ix) if greedy is not None else None
-        r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
+        if greedy is None:
+            r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
+            greedy_r = None
+        else:
+            r, greedy_r = reward.together((dec.seq, np.repeat(label_ix, n)), (greedy, label_ix))
+            r = r.reshape(B, n)
         base = baseline(t.baseline, r, greedy_r)
         rows = None if ctx.world == 1 else global_images * n / ctx.world  # DDP-style: averaged grads
         loss = scst_loss(dec.logprob, r, base, rows) * real
@@ -150,7 +157,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     distributed.init(device)
     with distributed.rank_zero_first():  # rank 0 alone writes labels.h5, vocab.json, the df cache
         labels_path, vocab_path = ensure_prepro(d)
-        doc_freq = load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache)
+        doc_freq = load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache, eos=cfg.reward.eos)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(d)
     dtype, precision = precision_choice(cfg.train.precision, device)
@@ -168,12 +175,13 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     # novelty on val is measured against the training captions as the model sees them (labels.h5)
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     fingerprint = run_fingerprint(cfg, NOT_IN_FINGERPRINT, {"init_sha256": init_sha}, resolve=True)
+    signature = str(signature_of(cfg, file_sha256(labels_path)))
     shared = {"model_args": dict(xe["model_args"]), "vocab": vocab, "max_length": labels.max_length,
               "features": str(feats.resolve()), "labels": str(labels_path.resolve()),
               "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl",
               "precision": precision,
               "att_grid": list(xe.get("att_grid", [])), "fingerprint": fingerprint,
-              "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha}
+              "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha, "scst_signature": signature}
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype)
     return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, shared, device, progress)
 

@@ -14,7 +14,8 @@ def table(path, c_img, c_cap, b4=0.2):
         for feats, c in (("Img", c_img), ("Cap", c_cap)):
             for training, bonus in (("XE", 0.0), ("RL", 0.1)):
                 rows.append({"model": model, "features": feats, "training": training, "B4": b4, "C": c + bonus,
-                             "M": 0.2, "R": 0.4, "S": None, "G": 3.0, "D": 0.5})
+                             "M": 0.2, "R": 0.4, "S": None, "G": 3.0, "D": 0.5, "E": 0.01,
+                             "signature": "Standard_sig" if training == "RL" else None})
     path.write_text(json.dumps({"rows": rows}))
     return path
 
@@ -27,6 +28,8 @@ def test_mean_sd_and_paired_differences_match_numpy(tmp_path):
     vals = np.array(caps) + 0.1
     assert cell["C"]["mean"] == pytest.approx(vals.mean()) and cell["C"]["sd"] == pytest.approx(vals.std(ddof=1))
     assert "S" not in cell  # SPICE n/a: no statistic
+    assert cell["E"]["mean"] == pytest.approx(0.01) and cell["signature"] == "`Standard_sig`"
+    assert "signature" not in next(c for c in result["cells"] if c["training"] == "XE")
     diff = next(d for d in result["cap_minus_img"] if (d["model"], d["training"]) == ("Top-Down", "XE"))
     d = np.array(caps) - np.array(imgs)
     assert diff["C"]["values"] == pytest.approx(d.tolist()) and diff["C"]["sd"] == pytest.approx(d.std(ddof=1))

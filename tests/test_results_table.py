@@ -22,6 +22,9 @@ def write_features(path, backbone, method=""):
     return path
 
 
+SIGNATURE = "Standard_wInit+Cider-D[n4,s6]+average[nspi5]+df[train@0123abcd]+xe[1]+t[0.5]"
+
+
 def write_run(run, core, features, cider, stage=None, beam=2, meteor=0.25, meta_core=True, name="test"):
     """What scripts/stage3_captioners.sh leaves in a run folder (only the files the table reads)."""
     run.mkdir(parents=True, exist_ok=True)
@@ -40,6 +43,8 @@ def write_run(run, core, features, cider, stage=None, beam=2, meteor=0.25, meta_
     (run / f"metrics_{name}.json").write_text(json.dumps({
         "metrics": metrics, "unavailable": unavailable, "notes": [], "n_images": 2, "n_split_images": 2,
         "split": "test", "preds": str(preds), "refs": "refs.json", "config_hash": f"hash-{core}",
+        "scst_signature": SIGNATURE if stage == "rl" else None,
+        "discriminativeness": {"bad_endings": 0.25 if stage == "rl" else 0.0},
         "command": "python -m eval.captions ..."}))
     return run
 
@@ -85,6 +90,9 @@ def test_rows_in_table1_order_labelled_from_the_feature_files(tmp_path, feats, m
                                       ["Top-Down", "Img", "XE"], ["", "Cap", "XE"]]  # merged cells, as the paper
     assert cells[0][3:8] == ["0.3000", "1.030", "0.2500", "0.5500", "n/a"]
     assert cells[0][-1] == "`runs/b/metrics_test.json`"
+    assert cells[0][-2] == "—" and cells[1][-2] == f"`{SIGNATURE}`"  # the signature of the RL row only
+    assert cells[0][10] == "0.00" and cells[1][10] == "0.25"  # E, bad endings
+    assert table["rows"][1]["signature"] == SIGNATURE and table["rows"][1]["E"] == 0.25
     assert f"S (SPICE) n/a: {SPICE_WHY}" in md
 
     rows = list(csv.DictReader((out / "captioning.csv").open()))

@@ -18,9 +18,19 @@ def test_hand_counted_uniqueness_novelty_vocabulary_and_length():
     assert m["distinct_captions"] == pytest.approx(3 / 4)
     assert m["novel_captions"] == pytest.approx(2 / 4)  # "a dog" x2 unseen; "a cat", "a bird flies" seen
     assert m["vocab_size"] == 5 and m["mean_length"] == pytest.approx(9 / 4)
+    assert m["bad_endings"] == pytest.approx(2 / 4)  # references end on cat, runs, flies: "a dog" x2 does not
     assert discriminativeness(captions)["novel_captions"] is None
+    assert discriminativeness(captions)["bad_endings"] is None
     with pytest.raises(ValueError):
         discriminativeness([])
+
+
+def test_bad_endings_count_captions_that_stop_where_no_reference_stops():
+    train = ["a man riding a horse", "a horse on a beach", "two dogs"]  # endings: horse, beach, dogs
+    captions = ["a man riding a horse on a", "a horse", "a dog on the beach", "two dogs on", ""]
+    m = discriminativeness(captions, train)
+    # "... on a" (a), "... on" (on) and the empty caption end nowhere a reference ends
+    assert m["bad_endings"] == pytest.approx(3 / 5)
 
 
 def test_metrics_section_reads_training_captions_of_a_karpathy_json(tmp_path):
@@ -28,7 +38,7 @@ def test_metrics_section_reads_training_captions_of_a_karpathy_json(tmp_path):
     # train + restval captions of the fixture: "A bowl of broccoli.", "Green vegetables in a dish", "A dog runs."
     section = metrics_section({73: "a dog runs", 74: "a cat sits"}, refs)
     assert section["novel_captions"] == pytest.approx(0.5) and section["unique_captions"] == 1.0
-    assert "unique 100.00%" in summary_line(section)
+    assert "unique 100.00%" in summary_line(section) and "bad endings 50.00%" in summary_line(section)
     coco = tmp_path / "captions_val.json"
     coco.write_text(json.dumps({"annotations": [{"image_id": 74, "caption": "a cat"}]}))
     section = metrics_section({74: "a cat"}, coco)

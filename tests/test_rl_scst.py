@@ -26,6 +26,7 @@ from rl.scst import (
     sample_captions,
     scst_loss,
 )
+from rl.signature import SCSTSignature, signature_of
 from tests.tensorboard_log import tb_steps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,28 @@ def test_mean_baseline_is_the_mean_of_the_other_samples():
     np.testing.assert_allclose(baseline("mean", r), expect)
     with pytest.raises(ValueError):
         mean_of_others(np.ones((2, 1)))
+    r = np.random.default_rng(0).random((7, 5))  # against a direct loop: drop the sample, average the rest
+    direct = [[np.mean([r[i, k] for k in range(5) if k != j]) for j in range(5)] for i in range(7)]
+    np.testing.assert_allclose(mean_of_others(r), direct, rtol=0, atol=1e-12)
+
+
+def test_signature_round_trips_and_names_each_variant():
+    for eos, base, n, xe, t in [(True, "mean", 5, 1.0, 0.5), (False, "greedy", 1, 0.0, 1.0), (True, "greedy", 16, 0.25, 2.0)]:
+        sig = SCSTSignature(eos=eos, baseline=base, samples=n, df="train@0123abcd", xe_weight=xe, temperature=t)
+        text = str(sig)
+        assert SCSTSignature.parse(text) == sig
+        assert text.startswith("Standard_wInit" if eos else "No<Eos>_wInit")
+        assert f"{'average' if base == 'mean' else 'greedy'}[nspi{n}]" in text and "Cider-D[n4,s6]" in text
+    assert str(SCSTSignature(True, "mean", 5, "train@0123abcd", 1.0, 0.5)) == \
+        "Standard_wInit+Cider-D[n4,s6]+average[nspi5]+df[train@0123abcd]+xe[1]+t[0.5]"
+    with pytest.raises(ValueError, match="not an SCST signature"):
+        SCSTSignature.parse("Standard_wInit+Cider-D[n4,s6]")
+
+
+def test_signature_of_a_config_follows_its_settings():
+    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["reward.eos=false", "train.baseline=greedy"])
+    sig = signature_of(cfg, "ab" * 32)
+    assert (sig.eos, sig.baseline, sig.samples, sig.df) == (False, "greedy", 5, "train@abababab")
 
 
 def test_greedy_baseline_is_the_eval_mode_greedy_captions_reward():
@@ -228,7 +251,16 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     decode_main(["--checkpoint", str(best), "--split", "test", "--out", str(tmp_path / "preds.json"),
                  "--no-progress", "--beam-size", "2"])
     assert len(json.loads((tmp_path / "preds.json").read_text())) == 4
-    assert json.loads((tmp_path / "preds.meta.json").read_text())["stage"] == "rl"  # eval.results_table's XE/RL
+    meta = json.loads((tmp_path / "preds.meta.json").read_text())
+    assert meta["stage"] == "rl"  # eval.results_table's XE/RL
+    # the signature says what trained it, on the checkpoint, the manifest and the predictions' meta
+    sig = SCSTSignature.parse(ckpt["scst_signature"])
+    assert (sig.eos, sig.baseline, sig.samples, sig.xe_weight, sig.temperature) == (True, "mean", 3, 1.0, 0.5)
+    assert sig.df.startswith("train@") and meta["scst_signature"] == ckpt["scst_signature"]
+    manifest = json.loads((tmp_path / "rl" / "manifest.json").read_text())
+    assert manifest["scst_signature"] == ckpt["scst_signature"]
+    assert (Path(cfg.data.prepro_dir) / "cider_df_train_eos.h5").is_file()  # the EOS variant's own cache
+    assert "bad_endings" in history[0]
 
 
 def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
