@@ -75,6 +75,11 @@ class RunDir(_Folder):
     def captioning_md(self) -> Path:
         return self.captioning / "captioning.md"
 
+    @property
+    def scst_gains_md(self) -> Path:
+        """eval.scst_gains: what SCST did to each captioner, with issue #26's four checks."""
+        return self.captioning / "scst_gains.md"
+
 
 @dataclass(frozen=True)
 class TrainDir(_Folder):

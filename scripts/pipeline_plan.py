@@ -116,7 +116,11 @@ class Plan:
             return [f"bash scripts/stage3_rl.sh {e.args()}" for e in self.rl]
         if stage == "scores":
             runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
-            return [f"{py} -m eval.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
+            out = [f"{py} -m eval.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
+            for folder in dict.fromkeys(str(Path(d).parent) for d in self.captioner_dirs("rl")):
+                out.append(f"{py} -m eval.scst_gains {shlex.quote(folder)} "
+                           f"--out {shlex.quote(str(RunDir(self.run).scst_gains_md))}")
+            return out
         if stage == "report":
             if not self.cfg.report:
                 return []
@@ -164,7 +168,8 @@ class Plan:
 
     def tables(self) -> list[str]:
         out = [str(RunDir(c.run_dir).retrieval_md(c.name)) for c in map(self._stage1, self.stage1)]
-        return out + ([str(RunDir(self.run).captioning_md)] if self.captioner_dirs() else [])
+        out += [str(RunDir(self.run).captioning_md)] if self.captioner_dirs() else []
+        return out + ([str(RunDir(self.run).scst_gains_md)] if self.rl else [])
 
     def validate(self) -> list[str]:
         """Load every stage config of the run through its own stage's validator (stage one, features, XE,

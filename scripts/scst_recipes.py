@@ -1,0 +1,130 @@
+"""SCST recipes over captioner seeds: ``python scripts/scst_recipes.py PIPELINE_CONFIG RUN SEED... [--lanes 2]``.
+
+The comparison of issue #26, on a finished pipeline run (stage one, features and seed 0's XE
+captioners): every SCST config of the pipeline config is trained from its XE run with each of 8
+recipes, the product of
+
+- the baseline: ``greedy`` (the paper's: the greedy caption's reward, Rennie et al.) or ``mean`` (the
+  new self-critical of self-critical.pytorch: the mean reward of the image's other samples);
+- the end token in the reward (``eos``) or not (``noeos``): rl.reward.eos;
+- the XE term of the mixed objective at the config's weight (``xe``) or none (``plain``): train.xe_weight.
+
+Everything else is the config's (5 samples per image for both baselines, temperature, lr, epochs), so
+a recipe differs from its neighbours in one setting. Seed 0's XE runs are the pipeline's own; other
+seeds' XE runs are trained first under RUN/seeds/s<seed>/captioners/ (as scripts/table1_seeds.sh
+names them, so both scripts share them). SCST runs write under RUN/scst_recipes/<recipe>/s<seed>/.
+Jobs run ``--lanes`` at a time, one thread each; a finished job is not redone. Then
+``eval.scst_recipes`` writes RUN/results/scst_recipes/scst_recipes.{md,json}: what each recipe did,
+over seeds, and the recipe val chooses.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from capcore.atomic import write_text  # noqa: E402
+from capcore.cpu_isa import cpu_line  # noqa: E402
+from capcore.errors import CapawareError, run_cli  # noqa: E402
+from eval import scst_recipes  # noqa: E402
+from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
+
+
+def recipes(xe_weight: float) -> dict[str, list[str]]:
+    """Recipe name -> its overrides (the XE weight of the ``xe`` recipes is the config's)."""
+    out = {}
+    for base, eos, xe in itertools.product(("greedy", "mean"), (True, False), (True, False)):
+        name = f"{base}-{'eos' if eos else 'noeos'}-{'xe' if xe else 'plain'}"
+        out[name] = [f"train.baseline={base}", f"reward.eos={str(eos).lower()}",
+                     f"train.xe_weight={xe_weight if xe else 0.0}"]
+    return out
+
+
+def parse(cmd: str) -> tuple[str, str, str]:
+    """("bash scripts/stage3_X.sh CONFIG run_dir=R data.features=F") -> (CONFIG, features, model name)."""
+    words = shlex.split(cmd)
+    config = words[2]
+    feats = [w.split("=", 1)[1] for w in words if w.startswith("data.features=")][-1]
+    model = Path(config).stem.removeprefix("demo_").removeprefix("coco_").removesuffix("_scst")
+    return config, feats, model
+
+
+def finished(out: Path) -> bool:
+    """The stage script's last output exists and is newer than the weights (as table1_seeds.sh checks)."""
+    g, best = out / "grounding_test.json", out / "best.pt"
+    return g.is_file() and best.is_file() and g.stat().st_mtime >= best.stat().st_mtime
+
+
+def run_jobs(jobs: list[tuple[str, Path]], lanes: int) -> None:
+    """Run ``(command, out_dir)`` jobs, ``lanes`` at a time; each logs to <out_dir>.log."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+
+    def one(job):
+        cmd, out = job
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(f"{out}.log", "w") as log:
+            code = subprocess.run(cmd, shell=True, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+        print(f"{'done' if code == 0 else 'FAILED'}: {out}", flush=True)
+        return code, out
+
+    with ThreadPoolExecutor(lanes) as pool:
+        failed = [out for code, out in pool.map(one, jobs) if code != 0]
+    if failed:
+        raise CapawareError(failed[0], f"{len(failed)} job(s) failed", f"see {failed[0]}.log")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="pipeline config (e.g. configs/pipeline_demo.yaml)")
+    parser.add_argument("run", help="its finished run folder (e.g. runs/demo)")
+    parser.add_argument("seeds", nargs="+", type=int)
+    parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")
+    parser.add_argument("--only", nargs="*", default=None, help="run only these recipes")
+    parser.add_argument("--xe-weight", type=float, default=1.0, help="XE weight of the xe recipes")
+    a = parser.parse_args(argv)
+    run = Path(a.run)
+    plan = Plan(load_pipeline(a.config, str(run)))
+    table = recipes(a.xe_weight)
+    chosen = {k: v for k, v in table.items() if a.only is None or k in a.only}
+
+    xe_jobs, rl_jobs, listed = [], [], []
+    for seed in a.seeds:
+        root = run / "captioners" if seed == 0 else run / "seeds" / f"s{seed}" / "captioners"
+        for cmd in plan.commands("captioners"):
+            _, feats, model = parse(cmd)
+            out = root / f"{feats}_{model}"
+            if seed == 0 and not finished(out):
+                raise CapawareError(out, "seed 0's XE run is not finished", f"run the pipeline first: {a.config}")
+            if not finished(out):
+                xe_jobs.append((f"{cmd} seed={seed} out_dir={shlex.quote(str(out))}", out))
+        for cmd in plan.commands("rl"):
+            _, feats, model = parse(cmd)
+            xe_dir = root / f"{feats}_{model}"
+            for name, over in chosen.items():
+                out = run / "scst_recipes" / name / f"s{seed}" / f"{feats}_{model}_scst"
+                listed.append({"recipe": name, "seed": seed, "run": f"{feats}_{model}", "xe_run": str(xe_dir),
+                               "scst_run": str(out)})
+                if not finished(out):
+                    extra = [f"seed={seed}", f"init={xe_dir / 'best.pt'}", f"out_dir={out}", *over]
+                    rl_jobs.append((cmd + " " + shlex.join(extra), out))
+    print(f"{len(xe_jobs)} XE and {len(rl_jobs)} SCST jobs to run, {a.lanes} at a time", flush=True)
+    run_jobs(xe_jobs, a.lanes)
+    rl_jobs.sort(key=lambda job: "topdown" not in str(job[1]))  # the longest first: lanes end together
+    run_jobs(rl_jobs, a.lanes)
+    jobs_file = run / "scst_recipes" / "jobs.json"
+    write_text(jobs_file, json.dumps({"jobs": listed, "recipes": table}, indent=1))
+    machine = f"{cpu_line()}, {os.cpu_count()} cores, {platform.machine()}"
+    scst_recipes.main([str(jobs_file), "--out", str(run / "results" / "scst_recipes"), "--machine", machine])
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,110 @@
+"""eval.scst_gains (the four checks of an XE -> SCST pair) and eval.scst_recipes (recipes over seeds,
+chosen on val) on hand-made run folders; scripts/scst_recipes.py's recipe grid."""
+import json
+
+import numpy as np
+import pytest
+
+from capcore.errors import CapawareError
+from eval import scst_gains, scst_recipes
+from scripts.scst_recipes import parse, recipes
+
+
+def write_run(path, C, B4, distinct, bad, length=6.0, history=None, signature=None):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metrics_test.json").write_text(json.dumps({
+        "metrics": {"CIDEr-D": C, "BLEU-4": B4}, "scst_signature": signature,
+        "discriminativeness": {"distinct_captions": distinct, "bad_endings": bad, "mean_length": length}}))
+    if history is not None:
+        (path / "history.json").write_text(json.dumps(history))
+    return path
+
+
+def hist(xe_val, best_val, bad_xe=0.0, bad=0.0):
+    return [{"epoch": 0, "cider_d": xe_val, "bad_endings": bad_xe}, {"epoch": 1, "cider_d": best_val - 0.01,
+                                                                   "bad_endings": bad},
+            {"epoch": 2, "cider_d": best_val, "bad_endings": bad}]
+
+
+def test_each_check_fails_on_its_own_boundary(tmp_path):
+    xe = write_run(tmp_path / "xe", C=0.80, B4=0.30, distinct=0.70, bad=0.02)
+    cases = {  # SCST numbers -> the one check that fails
+        "ok": ((0.85, 0.285, 0.56, 0.04), None),
+        "c": ((0.79, 0.30, 0.70, 0.02), "C up"),
+        "b4": ((0.85, 0.284, 0.70, 0.02), "B4 >= 95%"),
+        "d": ((0.85, 0.30, 0.55, 0.02), "distinct >= 80%"),
+        "bad": ((0.85, 0.30, 0.70, 0.0401), "bad <= +2 pt"),
+    }
+    for name, ((C, B4, distinct, bad), failing) in cases.items():
+        scst = write_run(tmp_path / f"{name}_scst", C, B4, distinct, bad, history=hist(0.9, 0.95))
+        row = scst_gains.pair(xe, scst)
+        assert [k for k, v in row["checks"].items() if not v] == ([failing] if failing else []), name
+        assert row["val_C"] == 0.95 and row["val_C_xe"] == 0.9 and row["best_epoch"] == 2
+
+
+def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
+    sig = "Standard_wInit+Cider-D[n4,s6]+average[nspi5]+df[train@0123abcd]+xe[1]+t[0.5]"
+    write_run(tmp_path / "img_att2all2", 0.8, 0.3, 0.7, 0.0)
+    write_run(tmp_path / "img_att2all2_scst", 0.9, 0.31, 0.7, 0.0, history=hist(0.8, 0.9), signature=sig)
+    write_run(tmp_path / "cap_topdown", 0.8, 0.3, 0.7, 0.0)  # no SCST run: not a pair
+    scst_gains.main([str(tmp_path), "--out", str(tmp_path / "gains.md")])
+    text = capsys.readouterr().out
+    assert "img_att2all2_scst | 0.800 → 0.900" in text and "cap_topdown" not in text
+    assert "All four checks hold for 1 of 1" in text and sig in text
+    assert json.loads((tmp_path / "gains.json").read_text())["rows"][0]["checks"]["C up"] is True
+    with pytest.raises(CapawareError, match="no XE run with its SCST run"):
+        scst_gains.pairs_in(tmp_path / "img_att2all2")
+    old = write_run(tmp_path / "old", 0.8, 0.3, 0.7, None)
+    with pytest.raises(CapawareError, match="bad_endings"):
+        scst_gains.test_numbers(old)
+
+
+def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float]):
+    """Two captioners x len(seeds) seeds per recipe; val gain per seed as given; test C = XE + val gain."""
+    jobs = []
+    for recipe, per_seed in gains.items():
+        for seed, g in enumerate(per_seed):
+            for run in ("img_att2all2", "cap_topdown"):
+                xe = write_run(tmp_path / f"s{seed}" / run, 0.8, 0.3, 0.7, 0.0)
+                scst = write_run(tmp_path / recipe / f"s{seed}" / f"{run}_scst", 0.8 + g, 0.3 + g / 10, 0.7,
+                                 bad[recipe], history=hist(0.9, 0.9 + g, 0.0, bad[recipe]), signature=recipe)
+                jobs.append({"recipe": recipe, "seed": seed, "run": run, "xe_run": str(xe), "scst_run": str(scst)})
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    return path
+
+
+def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, capsys):
+    gains = {"mean-eos-xe": [0.05, 0.07, 0.06], "mean-noeos-xe": [0.04, 0.05, 0.03],
+             "greedy-eos-plain": [0.20, 0.25, 0.22]}  # the largest gain, but it learned to truncate
+    bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10}
+    jobs = fake_recipes(tmp_path, gains, bad)
+    scst_recipes.main([str(jobs), "--out", str(tmp_path / "out"), "--machine", "test box"])
+    result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
+    assert result["chosen"] == "mean-eos-xe" and "excluded: greedy-eos-plain" in result["why"]
+    s = result["recipes"]["mean-eos-xe"]
+    assert s["val_dC"]["mean"] == pytest.approx(0.06) and s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
+    assert (s["C_up"], s["n_runs"], s["all_checks"]) == (6, 6, 6)
+    pair = next(p for p in result["eos_pairs"] if p["pair"] == "mean-eos-xe − mean-noeos-xe")
+    np.testing.assert_allclose(pair["val_dC"]["values"], [0.01, 0.02, 0.03], atol=1e-12)
+    assert pair["dbad"]["mean"] == pytest.approx(0.01)
+    md = (tmp_path / "out" / "scst_recipes.md").read_text()
+    assert "| **mean-eos-xe** |" in md and "test box" in md
+
+
+def test_no_recipe_is_chosen_when_all_truncate(tmp_path):
+    jobs = fake_recipes(tmp_path, {"greedy-eos-plain": [0.2, 0.2]}, {"greedy-eos-plain": 0.1})
+    with pytest.raises(CapawareError, match="bad endings"):
+        scst_recipes.main([str(jobs), "--out", str(tmp_path / "out")])
+
+
+def test_recipe_grid_changes_one_setting_between_neighbours():
+    grid = recipes(1.0)
+    assert len(grid) == 8 and len({tuple(v) for v in grid.values()}) == 8
+    assert grid["mean-eos-xe"] == ["train.baseline=mean", "reward.eos=true", "train.xe_weight=1.0"]
+    assert grid["greedy-noeos-plain"] == ["train.baseline=greedy", "reward.eos=false", "train.xe_weight=0.0"]
+    for name, over in grid.items():
+        flipped = name.replace("-eos-", "-noeos-") if "-eos-" in name else name.replace("-noeos-", "-eos-")
+        assert sum(a != b for a, b in zip(over, grid[flipped])) == 1
+    assert parse("bash scripts/stage3_rl.sh configs/demo_topdown_scst.yaml run_dir=r data.features=cap") == \
+        ("configs/demo_topdown_scst.yaml", "cap", "topdown")
