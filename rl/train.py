@@ -56,7 +56,7 @@ from rl.signature import signature_of
 NOT_IN_FINGERPRINT = {"train": ("stop_after_steps", "ckpt_every", "log_every"),
                       "": ("out_dir", "name", "device", "init"), "data": ("num_workers", "in_memory"),
                       "val": ("batch_size",), "reward": ("df_cache",)}
-DIVERSITY = ("unique_captions", "novel_captions", "vocab_size", "mean_length", "bad_endings")
+DIVERSITY = ("unique_captions", "distinct_captions", "novel_captions", "vocab_size", "mean_length", "bad_endings")
 
 
 def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str]) -> dict:

@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these recipes")
     parser.add_argument("--xe-weight", type=float, default=1.0, help="XE weight of the xe recipes")
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides for every SCST job, e.g. train.lr=1e-4")
+    parser.add_argument("--name", default="scst_recipes",
+                        help="folder under RUN (and RUN/results) for these jobs; another name keeps sweeps apart")
     a = parser.parse_args(argv)
     run = Path(a.run)
     plan = Plan(load_pipeline(a.config, str(run)))
@@ -110,20 +113,20 @@ def main(argv: list[str] | None = None) -> None:
             _, feats, model = parse(cmd)
             xe_dir = root / f"{feats}_{model}"
             for name, over in chosen.items():
-                out = run / "scst_recipes" / name / f"s{seed}" / f"{feats}_{model}_scst"
+                out = run / a.name / name / f"s{seed}" / f"{feats}_{model}_scst"
                 listed.append({"recipe": name, "seed": seed, "run": f"{feats}_{model}", "xe_run": str(xe_dir),
                                "scst_run": str(out)})
                 if not finished(out):
-                    extra = [f"seed={seed}", f"init={xe_dir / 'best.pt'}", f"out_dir={out}", *over]
+                    extra = [f"seed={seed}", f"init={xe_dir / 'best.pt'}", f"out_dir={out}", *over, *a.extra]
                     rl_jobs.append((cmd + " " + shlex.join(extra), out))
     print(f"{len(xe_jobs)} XE and {len(rl_jobs)} SCST jobs to run, {a.lanes} at a time", flush=True)
     run_jobs(xe_jobs, a.lanes)
     rl_jobs.sort(key=lambda job: "topdown" not in str(job[1]))  # the longest first: lanes end together
     run_jobs(rl_jobs, a.lanes)
-    jobs_file = run / "scst_recipes" / "jobs.json"
-    write_text(jobs_file, json.dumps({"jobs": listed, "recipes": table}, indent=1))
+    jobs_file = run / a.name / "jobs.json"
+    write_text(jobs_file, json.dumps({"jobs": listed, "recipes": table, "extra": a.extra}, indent=1))
     machine = f"{cpu_line()}, {os.cpu_count()} cores, {platform.machine()}"
-    scst_recipes.main([str(jobs_file), "--out", str(run / "results" / "scst_recipes"), "--machine", machine])
+    scst_recipes.main([str(jobs_file), "--out", str(run / "results" / a.name), "--machine", machine])
 
 
 if __name__ == "__main__":
