@@ -57,7 +57,8 @@ def val_numbers(scst_run: Path) -> dict:
     start = history[0]
     best = max(history, key=lambda h: h["cider_d"])
     return {"val_C_xe": start["cider_d"], "val_C": best["cider_d"], "best_epoch": best["epoch"],
-            "val_bad_xe": start.get("bad_endings"), "val_bad": best.get("bad_endings")}
+            "val_bad_xe": start.get("bad_endings"), "val_bad": best.get("bad_endings"),
+            "val_distinct_xe": start.get("distinct_captions"), "val_distinct": best.get("distinct_captions")}
 
 
 def pair(xe_run: str | Path, scst_run: str | Path) -> dict:

@@ -10,8 +10,10 @@ over seeds (each seed's value is the mean over its captioners, then mean ± sd o
 - paired differences, seed by seed, of the end-token variants (eos minus noeos of the same baseline
   and objective), the question SacreEOS asks.
 
-The choice is made on val only: among the recipes whose val bad endings stay within 2 points of the XE
-start's, the one with the largest mean val CIDEr-D gain. Test numbers are reported beside it.
+The choice is made on val only, with the guards of eval.scst_gains' test checks that val can give:
+among the recipes whose val bad endings stay within 2 points of the XE start's and whose val distinct
+captions keep at least 80% of the XE start's, the one with the largest mean val CIDEr-D gain. Test
+numbers are reported beside it.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def per_job(job: dict) -> dict:
     x, s = p["xe"], p["scst"]
     out = {"recipe": job["recipe"], "seed": job["seed"], "run": job["run"], "signature": s["signature"],
            "val_dC": p["val_C"] - p["val_C_xe"], "val_bad": p["val_bad"], "val_bad_xe": p["val_bad_xe"],
+           "val_distinct": p["val_distinct"], "val_distinct_xe": p["val_distinct_xe"],
            "checks": p["checks"], "C": s["C"], "C_xe": x["C"]}
     for k in TEST:
         out[f"d{k}"] = s[k] - x[k]
@@ -68,7 +71,8 @@ def seed_means(rows: list[dict], key: str) -> list[float]:
     return [float(np.mean(by_seed[s])) for s in sorted(by_seed)]
 
 
-SUMMARY_KEYS = ("val_dC", "val_bad", "val_bad_xe", "C", "dC", "dB4", "ddistinct", "dbad", "length")
+SUMMARY_KEYS = ("val_dC", "val_bad", "val_bad_xe", "val_distinct", "val_distinct_xe", "C", "dC", "dB4", "ddistinct",
+                "dbad", "length")
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -84,14 +88,18 @@ def summarise(rows: list[dict]) -> dict:
 
 def choose(summary: dict[str, dict]) -> tuple[str, str]:
     """The val choice and the sentence that says why."""
-    ok = {k: s for k, s in summary.items() if s["val_bad"]["mean"] <= s["val_bad_xe"]["mean"] + 0.02}
+    def guarded(s: dict) -> bool:
+        return (s["val_bad"]["mean"] <= s["val_bad_xe"]["mean"] + 0.02
+                and s["val_distinct"]["mean"] >= 0.8 * s["val_distinct_xe"]["mean"])
+
+    ok = {k: s for k, s in summary.items() if guarded(s)}
     if not ok:
-        raise CapawareError("scst recipes", "every recipe raised val bad endings by more than 2 points",
-                            "widen the comparison (more epochs, other XE weights) before choosing")
+        raise CapawareError("scst recipes", "every recipe raised val bad endings by more than 2 points or lost more "
+                            "than 20% of the val distinct captions", "widen the comparison (lr, epochs, XE weight)")
     best = max(ok, key=lambda k: ok[k]["val_dC"]["mean"])
     dropped = sorted(set(summary) - set(ok))
     why = (f"`{best}`: the largest mean val CIDEr-D gain ({ok[best]['val_dC']['mean']:+.3f}) among the recipes whose "
-           f"val bad endings stay within 2 points of the XE start's"
+           f"val bad endings stay within 2 points of the XE start's and whose val distinct captions keep 80% of its"
            + (f" (excluded: {', '.join(dropped)})" if dropped else " (none excluded)"))
     return best, why
 
@@ -123,13 +131,14 @@ def _f(stat: dict, digits: int = 3, signed: bool = True, pct: bool = False) -> s
 def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str, sources: str) -> str:
     n = next(iter(summary.values()))["n_runs"]
     lines = [f"### SCST recipes over seeds ({n} runs per recipe: captioners x seeds; mean ± sd over seeds)", "",
-             "| recipe | val ΔC | val bad endings | test C | ΔC | ΔB4 | Δdistinct | Δbad endings | length | "
-             "C up | B4 up | all 4 checks |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| recipe | val ΔC | val bad endings | val distinct (XE) | test C | ΔC | ΔB4 | Δdistinct | Δbad endings | "
+             "length | C up | B4 up | all 4 checks |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in summary.items():
         mark = f"**{name}**" if name == best else name
         lines.append(
-            f"| {mark} | {_f(s['val_dC'])} | {_f(s['val_bad'], signed=False, pct=True)} | {_f(s['C'], signed=False)} | "
+            f"| {mark} | {_f(s['val_dC'])} | {_f(s['val_bad'], signed=False, pct=True)} | "
+            f"{s['val_distinct']['mean']:.2f} ({s['val_distinct_xe']['mean']:.2f}) | {_f(s['C'], signed=False)} | "
             f"{_f(s['dC'])} | {_f(s['dB4'])} | {_f(s['ddistinct'], 2)} | {_f(s['dbad'], pct=True)} | "
             f"{_f(s['length'], 2, signed=False)} | {s['C_up']}/{s['n_runs']} | {s['B4_up']}/{s['n_runs']} | "
             f"{s['all_checks']}/{s['n_runs']} |")

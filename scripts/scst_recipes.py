@@ -66,7 +66,9 @@ def finished(out: Path) -> bool:
 
 def run_jobs(jobs: list[tuple[str, Path]], lanes: int) -> None:
     """Run ``(command, out_dir)`` jobs, ``lanes`` at a time; each logs to <out_dir>.log."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # the stage scripts call `python`: the one running this script (its venv), wherever PATH points
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
     def one(job):
         cmd, out = job

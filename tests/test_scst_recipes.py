@@ -20,10 +20,10 @@ def write_run(path, C, B4, distinct, bad, length=6.0, history=None, signature=No
     return path
 
 
-def hist(xe_val, best_val, bad_xe=0.0, bad=0.0):
-    return [{"epoch": 0, "cider_d": xe_val, "bad_endings": bad_xe}, {"epoch": 1, "cider_d": best_val - 0.01,
-                                                                   "bad_endings": bad},
-            {"epoch": 2, "cider_d": best_val, "bad_endings": bad}]
+def hist(xe_val, best_val, bad_xe=0.0, bad=0.0, distinct_xe=0.7, distinct=0.7):
+    return [{"epoch": 0, "cider_d": xe_val, "bad_endings": bad_xe, "distinct_captions": distinct_xe},
+            {"epoch": 1, "cider_d": best_val - 0.01, "bad_endings": bad, "distinct_captions": distinct},
+            {"epoch": 2, "cider_d": best_val, "bad_endings": bad, "distinct_captions": distinct}]
 
 
 def test_each_check_fails_on_its_own_boundary(tmp_path):
@@ -59,7 +59,7 @@ def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
         scst_gains.test_numbers(old)
 
 
-def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float]):
+def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float], distinct: dict | None = None):
     """Two captioners x len(seeds) seeds per recipe; val gain per seed as given; test C = XE + val gain."""
     jobs = []
     for recipe, per_seed in gains.items():
@@ -67,7 +67,8 @@ def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float])
             for run in ("img_att2all2", "cap_topdown"):
                 xe = write_run(tmp_path / f"s{seed}" / run, 0.8, 0.3, 0.7, 0.0)
                 scst = write_run(tmp_path / recipe / f"s{seed}" / f"{run}_scst", 0.8 + g, 0.3 + g / 10, 0.7,
-                                 bad[recipe], history=hist(0.9, 0.9 + g, 0.0, bad[recipe]), signature=recipe)
+                                 bad[recipe], signature=recipe,
+                                 history=hist(0.9, 0.9 + g, 0.0, bad[recipe], 0.7, (distinct or {}).get(recipe, 0.7)))
                 jobs.append({"recipe": recipe, "seed": seed, "run": run, "xe_run": str(xe), "scst_run": str(scst)})
     path = tmp_path / "jobs.json"
     path.write_text(json.dumps({"jobs": jobs}))
@@ -76,12 +77,13 @@ def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float])
 
 def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, capsys):
     gains = {"mean-eos-xe": [0.05, 0.07, 0.06], "mean-noeos-xe": [0.04, 0.05, 0.03],
-             "greedy-eos-plain": [0.20, 0.25, 0.22]}  # the largest gain, but it learned to truncate
-    bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10}
-    jobs = fake_recipes(tmp_path, gains, bad)
+             "greedy-eos-plain": [0.20, 0.25, 0.22],  # the largest gain, but it learned to truncate
+             "greedy-eos-xe": [0.10, 0.11, 0.12]}  # the next, but it collapsed onto few captions
+    bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10, "greedy-eos-xe": 0.0}
+    jobs = fake_recipes(tmp_path, gains, bad, distinct={"greedy-eos-xe": 0.55})
     scst_recipes.main([str(jobs), "--out", str(tmp_path / "out"), "--machine", "test box"])
     result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
-    assert result["chosen"] == "mean-eos-xe" and "excluded: greedy-eos-plain" in result["why"]
+    assert result["chosen"] == "mean-eos-xe" and "excluded: greedy-eos-plain, greedy-eos-xe" in result["why"]
     s = result["recipes"]["mean-eos-xe"]
     assert s["val_dC"]["mean"] == pytest.approx(0.06) and s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
     assert (s["C_up"], s["n_runs"], s["all_checks"]) == (6, 6, 6)
