@@ -79,6 +79,7 @@ class Recipe:
     extra_state: tuple[Callable[[], dict], Callable[[dict], None]] | None = None  # e.g. the sampling RNG
     begin_epoch: Callable[[int], None] | None = None
     other_start: str = ""  # what else a checkpoint with another fingerprint may come from, for the error
+    eligible: Callable[[dict, dict], bool] | None = None  # (validation, first validation) -> may it be best.pt?
     ddp: bool = True  # DDP around the model (the step calls its forward); False: the step drives the model's
     # own methods (sampling), and the gradients are averaged over processes after backward
 
@@ -189,7 +190,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
                    f"e.g. {first[0]}: {first[1]!r}")
         for v in stats.values():
             v.clear()
-        if score > best:
+        may_be_best = recipe.eligible is None or len(history) == 1 or recipe.eligible(history[-1], history[0])
+        if score > best and may_be_best:
             best = score
             save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score, **shared},
                             best_path)

@@ -3,7 +3,9 @@
 The SCST step (``scst_recipe``) inside the loop that cross-entropy training shares
 (captioners/trainer.py: resume, checkpoints, validation with pycocoevalcap's CIDEr-D, lr schedule,
 clipping). Validation also runs before the first RL step, so ``best.pt`` is never worse on val than the
-XE checkpoint it started from. Outputs under ``out_dir``, the same files as captioners.train
+XE checkpoint it started from. With ``train.keep_distinct`` > 0 a validation becomes best.pt only if
+its distinct val captions keep that share of the XE start's: SCST on the demo buys CIDEr-D by writing
+one safe caption for more and more images, and this is the check that stops it, on val. Outputs under ``out_dir``, the same files as captioners.train
 (``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
 val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings. The run's SCST signature
@@ -137,14 +139,22 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
 
     def describe_val(preds: dict[int, str]) -> tuple[dict, str]:
         disc = discriminativeness(list(preds.values()), seen)
-        return {k: disc[k] for k in DIVERSITY}, f", unique {disc['unique_captions']:.0%}"
+        return {k: disc[k] for k in DIVERSITY}, (f", unique {disc['unique_captions']:.0%}, distinct "
+                                                 f"{disc['distinct_captions']:.0%}")
 
     def summary(h: dict) -> str:
         r, b, a = ("-" if h.get(k) is None else f"{h[k]:.3f}" for k in ("reward", "baseline", "advantage_abs"))
-        return f"unique {h['unique_captions']:.0%}  train reward {r}  baseline {b}  |r - b| {a}"
+        return (f"unique {h['unique_captions']:.0%}  distinct {h['distinct_captions']:.0%}  train reward {r}  "
+                f"baseline {b}  |r - b| {a}")
+
+    def eligible(h: dict, start: dict) -> bool:
+        """The collapse guard: SCST raises CIDEr-D on the demo by writing the same safe caption for more
+        and more images; such a validation may not become best.pt (train.keep_distinct)."""
+        return h["distinct_captions"] >= t.keep_distinct * start["distinct_captions"]
 
     return Recipe("scst", step, ("reward", "baseline", "advantage", "advantage_abs", "xe"), "scst",
                   validate_first=True, describe_val=describe_val, summary=summary,
+                  eligible=eligible if t.keep_distinct > 0 else None,
                   extra_state=(lambda: {"sample_rng": sampler.get_state()},
                                lambda state: sampler.set_state(state["sample_rng"])),
                   other_start=" or another XE checkpoint", ddp=False)

@@ -263,6 +263,27 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert "bad_endings" in history[0]
 
 
+@pytest.mark.parametrize("keep, best_epoch", [(0.9, 1), (0.0, 3)])
+def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(xe_run, tmp_path, monkeypatch,
+                                                                                keep, best_epoch):
+    """Val CIDEr-D rising while distinct captions fall (what SCST does on the demo): with the guard,
+    best.pt is the last validation that keeps 90% of the start's distinct captions; without, the last."""
+    from captioners import trainer
+    from rl import train as rl_train
+
+    scores, distinct = iter([0.5, 0.6, 0.7, 0.8]), iter([0.8, 0.75, 0.6, 0.5])
+    monkeypatch.setattr(trainer, "corpus_cider_d", lambda preds, refs: (next(scores), None))
+    real = rl_train.discriminativeness
+    monkeypatch.setattr(rl_train, "discriminativeness", lambda caps, seen: {**real(caps, seen),
+                                                                            "distinct_captions": next(distinct)})
+    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+                           rl_overrides(xe_run, tmp_path / "g", "train.epochs=3", f"train.keep_distinct={keep}"))
+    ckpt = torch.load(rl_train.train(cfg, progress=False), weights_only=True)
+    assert (ckpt["epoch"], ckpt["val_cider"]) == (best_epoch, [0.5, 0.6, 0.7, 0.8][best_epoch])
+    with pytest.raises(CapawareError, match="keep_distinct"):
+        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.keep_distinct=1.5"])
+
+
 def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
     from rl.train import StopRequested, train
 
