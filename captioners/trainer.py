@@ -191,6 +191,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
         for v in stats.values():
             v.clear()
         may_be_best = recipe.eligible is None or len(history) == 1 or recipe.eligible(history[-1], history[0])
+        if recipe.eligible is not None:
+            history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
         if score > best and may_be_best:
             best = score
             save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score, **shared},

@@ -52,10 +52,11 @@ def test_numbers(run: Path, split: str = "test") -> dict:
 
 
 def val_numbers(scst_run: Path) -> dict:
-    """Val CIDEr-D (and bad endings) of the XE start (epoch 0) and of the best epoch, from history.json."""
+    """Val CIDEr-D, bad endings and distinct captions of the XE start (epoch 0) and of best.pt's epoch
+    (the best val CIDEr-D among the validations the collapse guard allowed), from history.json."""
     history = _json(scst_run / "history.json", "history (rl.train)")
     start = history[0]
-    best = max(history, key=lambda h: h["cider_d"])
+    best = max((h for h in history if h.get("eligible", True)), key=lambda h: h["cider_d"])  # best.pt's
     return {"val_C_xe": start["cider_d"], "val_C": best["cider_d"], "best_epoch": best["epoch"],
             "val_bad_xe": start.get("bad_endings"), "val_bad": best.get("bad_endings"),
             "val_distinct_xe": start.get("distinct_captions"), "val_distinct": best.get("distinct_captions")}

@@ -40,6 +40,10 @@ def test_each_check_fails_on_its_own_boundary(tmp_path):
         row = scst_gains.pair(xe, scst)
         assert [k for k, v in row["checks"].items() if not v] == ([failing] if failing else []), name
         assert row["val_C"] == 0.95 and row["val_C_xe"] == 0.9 and row["best_epoch"] == 2
+    guarded = hist(0.9, 0.95)
+    guarded[2]["eligible"] = False  # the collapse guard kept epoch 2 out of best.pt
+    row = scst_gains.pair(xe, write_run(tmp_path / "g_scst", 0.85, 0.3, 0.7, 0.0, history=guarded))
+    assert (row["best_epoch"], row["val_C"]) == (1, 0.94)
 
 
 def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
