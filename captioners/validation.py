@@ -42,6 +42,15 @@ def corpus_cider_d(preds: dict[int, str], refs: dict[int, list[str]]) -> tuple[f
     return float(score), scores
 
 
+def corpus_bleu4(preds: dict[int, str], refs: dict[int, list[str]]) -> float:
+    """Corpus BLEU-4 (pycocoevalcap's Bleu) on the same tokenised captions as corpus_cider_d."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    ids = list(preds)
+    score, _ = Bleu(4).compute_score({i: refs[i] for i in ids}, {i: [preds[i]] for i in ids}, verbose=0)
+    return float(score[3])
+
+
 @torch.no_grad()
 def generate(model: Captioner, dataset: CaptionDataset, vocab: list[str], device, batch_size: int = 100,
              max_len: int = 16, method: str = "greedy", beam_size: int = 1, temperature: float = 1.0,

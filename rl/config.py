@@ -37,6 +37,7 @@ class SCSTTrainConfig:
     # best.pt only from validations whose val distinct captions keep at least this share of the XE
     # start's (the collapse guard, rl/train.py); 0: off, best val CIDEr-D alone (the paper)
     keep_distinct: float = 0.0
+    keep_bleu4: float = 0.0  # and whose val BLEU-4 keeps this share of the start's (0: off)
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
@@ -93,8 +94,8 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
         section, name = key.split(".")
         need(cfg[section][name] >= 1, key, f"{cfg[section][name]} must be >= 1", f"set {key} >= 1")
     need(t.temperature > 0, "train.temperature", "must be > 0", "e.g. 1.0")
-    need(0 <= t.keep_distinct <= 1, "train.keep_distinct", f"{t.keep_distinct} is not a share",
-         "use 0 (off) to 1, e.g. 0.8")
+    for key in ("keep_distinct", "keep_bleu4"):
+        need(0 <= t[key] <= 1, f"train.{key}", f"{t[key]} is not a share", "use 0 (off) to 1, e.g. 0.8")
     need(t.max_length is None or t.max_length >= 1, "train.max_length", "must be >= 1 or null", "e.g. 16")
     need(cfg.reward.sigma > 0, "reward.sigma", "must be > 0", "CIDEr-D uses 6.0")
     need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")

@@ -4,11 +4,12 @@ The SCST step (``scst_recipe``) inside the loop that cross-entropy training shar
 (captioners/trainer.py: resume, checkpoints, validation with pycocoevalcap's CIDEr-D, lr schedule,
 clipping). Validation also runs before the first RL step, so ``best.pt`` is never worse on val than the
 XE checkpoint it started from. With ``train.keep_distinct`` > 0 a validation becomes best.pt only if
-its distinct val captions keep that share of the XE start's: SCST on the demo buys CIDEr-D by writing
-one safe caption for more and more images, and this is the check that stops it, on val. Outputs under ``out_dir``, the same files as captioners.train
+its distinct val captions keep that share of the XE start's (``train.keep_bleu4``: and its val BLEU-4):
+SCST on the demo buys CIDEr-D by writing one safe caption for more and more images, and these are the
+checks that stop it, on val. Outputs under ``out_dir``, the same files as captioners.train
 (``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
-val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings. The run's SCST signature
+val/distinct_captions, val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings, val/bleu4. The run's SCST signature
 (rl/signature.py: EOS in the reward or not, baseline, samples, document frequencies, XE weight) is on
 its checkpoints and manifest.json, and captioners.decode carries it to the predictions' meta.
 
@@ -47,7 +48,7 @@ from captioners.trainer import (
     fit,
     run_fingerprint,
 )
-from captioners.validation import validation_refs
+from captioners.validation import corpus_bleu4, validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
@@ -92,7 +93,7 @@ def global_share(ctx: StepContext, local_images: int) -> tuple[np.ndarray, int, 
 
 
 def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: CiderReward, seen: list[str],
-                max_len: int, device: torch.device, dtype) -> Recipe:
+                max_len: int, device: torch.device, dtype, refs: dict[int, list[str]]) -> Recipe:
     """The SCST step: baseline (greedy caption in eval mode, or the mean of the other samples) ->
     ``samples_per_image`` multinomial samples per image with their log-probabilities -> CIDEr-D rewards
     (rl/cider.py, training-set document frequencies) -> loss -(r - b) log p (+ ``xe_weight`` x XE)."""
@@ -139,8 +140,9 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
 
     def describe_val(preds: dict[int, str]) -> tuple[dict, str]:
         disc = discriminativeness(list(preds.values()), seen)
-        return {k: disc[k] for k in DIVERSITY}, (f", unique {disc['unique_captions']:.0%}, distinct "
-                                                 f"{disc['distinct_captions']:.0%}")
+        extra = {**{k: disc[k] for k in DIVERSITY}, "bleu4": corpus_bleu4(preds, refs)}
+        return extra, (f", BLEU-4 {extra['bleu4']:.3f}, unique {disc['unique_captions']:.0%}, distinct "
+                       f"{disc['distinct_captions']:.0%}")
 
     def summary(h: dict) -> str:
         r, b, a = ("-" if h.get(k) is None else f"{h[k]:.3f}" for k in ("reward", "baseline", "advantage_abs"))
@@ -149,12 +151,14 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
 
     def eligible(h: dict, start: dict) -> bool:
         """The collapse guard: SCST raises CIDEr-D on the demo by writing the same safe caption for more
-        and more images; such a validation may not become best.pt (train.keep_distinct)."""
-        return h["distinct_captions"] >= t.keep_distinct * start["distinct_captions"]
+        and more images, and by trading n-gram precision for it; such a validation may not become
+        best.pt (train.keep_distinct, train.keep_bleu4)."""
+        return (h["distinct_captions"] >= t.keep_distinct * start["distinct_captions"]
+                and h["bleu4"] >= t.keep_bleu4 * start["bleu4"])
 
     return Recipe("scst", step, ("reward", "baseline", "advantage", "advantage_abs", "xe"), "scst",
                   validate_first=True, describe_val=describe_val, summary=summary,
-                  eligible=eligible if t.keep_distinct > 0 else None,
+                  eligible=eligible if t.keep_distinct > 0 or t.keep_bleu4 > 0 else None,
                   extra_state=(lambda: {"sample_rng": sampler.get_state()},
                                lambda state: sampler.set_state(state["sample_rng"])),
                   other_start=" or another XE checkpoint", ddp=False)
@@ -192,7 +196,8 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
               "precision": precision,
               "att_grid": list(xe.get("att_grid", [])), "fingerprint": fingerprint,
               "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha, "scst_signature": signature}
-    recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype)
+    recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype,
+                         refs)
     return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, shared, device, progress)
 
 

@@ -229,7 +229,9 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     from rl.train import train
 
     _, _, xe_best = xe_run
-    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", rl_overrides(xe_run, tmp_path / "rl"))
+    # val decoded greedily, as the XE run validated, so that epoch 0 repeats its val score
+    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+                           rl_overrides(xe_run, tmp_path / "rl", "val.beam_size=1"))
     best = train(cfg, progress=False)
     history = json.loads((tmp_path / "rl" / "history.json").read_text())
     assert [h["epoch"] for h in history] == [0, 1, 2]
@@ -237,7 +239,7 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert history[0]["cider_d"] == pytest.approx(xe["val_cider"], abs=1e-9)  # epoch 0 = the XE model
     assert all(h["reward"] is not None and h["baseline"] is not None for h in history[1:])
     ckpt = torch.load(best, weights_only=True)
-    assert ckpt["val_cider"] == pytest.approx(max(h["cider_d"] for h in history))
+    assert ckpt["val_cider"] == pytest.approx(max(h["cider_d"] for h in history if h.get("eligible", True)))
     assert ckpt["init_sha256"] and list(ckpt["vocab"]) == list(xe["vocab"])
     acc = EventAccumulator(str(tmp_path / "rl" / "tb"))
     acc.Reload()
@@ -263,21 +265,23 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert "bad_endings" in history[0]
 
 
-@pytest.mark.parametrize("keep, best_epoch", [(0.9, 1), (0.0, 3)])
+@pytest.mark.parametrize("guard, best_epoch", [("keep_distinct=0.9", 1), ("keep_bleu4=0.95", 2), ("keep_distinct=0", 3)])
 def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(xe_run, tmp_path, monkeypatch,
-                                                                                keep, best_epoch):
-    """Val CIDEr-D rising while distinct captions fall (what SCST does on the demo): with the guard,
-    best.pt is the last validation that keeps 90% of the start's distinct captions; without, the last."""
+                                                                                guard, best_epoch):
+    """Val CIDEr-D rising while distinct captions and BLEU-4 fall (what SCST does on the demo): with a
+    guard, best.pt is the last validation that keeps the start's share; without, the last one."""
     from captioners import trainer
     from rl import train as rl_train
 
-    scores, distinct = iter([0.5, 0.6, 0.7, 0.8]), iter([0.8, 0.75, 0.6, 0.5])
+    scores, distinct, bleu = iter([0.5, 0.6, 0.7, 0.8]), iter([0.8, 0.75, 0.6, 0.5]), iter([0.3, 0.3, 0.29, 0.28])
     monkeypatch.setattr(trainer, "corpus_cider_d", lambda preds, refs: (next(scores), None))
+    monkeypatch.setattr(rl_train, "corpus_bleu4", lambda preds, refs: next(bleu))
     real = rl_train.discriminativeness
     monkeypatch.setattr(rl_train, "discriminativeness", lambda caps, seen: {**real(caps, seen),
                                                                             "distinct_captions": next(distinct)})
     cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
-                           rl_overrides(xe_run, tmp_path / "g", "train.epochs=3", f"train.keep_distinct={keep}"))
+                           rl_overrides(xe_run, tmp_path / "g", "train.epochs=3", f"train.{guard}",
+                                        "train.keep_bleu4=0" if "bleu" not in guard else "train.keep_distinct=0"))
     ckpt = torch.load(rl_train.train(cfg, progress=False), weights_only=True)
     assert (ckpt["epoch"], ckpt["val_cider"]) == (best_epoch, [0.5, 0.6, 0.7, 0.8][best_epoch])
     with pytest.raises(CapawareError, match="keep_distinct"):
@@ -349,3 +353,16 @@ def test_config_checks_and_paper_settings(xe_run, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rl.train", "--config", "configs/demo_att2all2_scst.yaml", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "XE checkpoint not found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_val_bleu4_is_pycocoevalcaps_corpus_bleu4():
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    from captioners.validation import corpus_bleu4
+
+    refs = {1: ["a red circle on the left side", "one red circle"], 2: ["two blue squares in the top row"]}
+    assert corpus_bleu4({1: "a red circle on the left side", 2: "two blue squares in the top row"}, refs) == \
+        pytest.approx(1.0)
+    preds = {1: "a red circle on the left", 2: "blue squares in the top"}
+    expect = Bleu(4).compute_score(refs, {i: [c] for i, c in preds.items()}, verbose=0)[0][3]
+    assert corpus_bleu4(preds, refs) == pytest.approx(expect) and 0 < expect < 1
