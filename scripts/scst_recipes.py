@@ -15,7 +15,8 @@ seeds' XE runs are trained first under RUN/seeds/s<seed>/captioners/ (as scripts
 names them, so both scripts share them). SCST runs write under RUN/scst_recipes/<recipe>/s<seed>/.
 Jobs run ``--lanes`` at a time, one thread each; a finished job is not redone. Then
 ``eval.scst_recipes`` writes RUN/results/scst_recipes/scst_recipes.{md,json}: what each recipe did,
-over seeds, and the recipe val chooses.
+over seeds, and the recipe val chooses; and Table 1 over the seeds with that recipe's SCST runs
+(eval.results_table per seed, then eval.results_seeds) in RUN/results/scst_recipes/table1/.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore.atomic import write_text  # noqa: E402
 from capcore.cpu_isa import cpu_line  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
-from eval import scst_recipes  # noqa: E402
+from eval import results_seeds, results_table, scst_recipes  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
@@ -128,7 +129,17 @@ def main(argv: list[str] | None = None) -> None:
     jobs_file = run / a.name / "jobs.json"
     write_text(jobs_file, json.dumps({"jobs": listed, "recipes": table, "extra": a.extra}, indent=1))
     machine = f"{cpu_line()}, {os.cpu_count()} cores, {platform.machine()}"
-    scst_recipes.main([str(jobs_file), "--out", str(run / "results" / a.name), "--machine", machine])
+    results = run / "results" / a.name
+    scst_recipes.main([str(jobs_file), "--out", str(results), "--machine", machine])
+    chosen_recipe = json.loads((results / "scst_recipes.json").read_text())["chosen"]
+    tables = []
+    for seed in a.seeds:
+        dirs = list(dict.fromkeys(d for j in listed if j["seed"] == seed and j["recipe"] == chosen_recipe
+                                  for d in (j["xe_run"], j["scst_run"])))
+        out = results / "table1" / f"s{seed}"
+        results_table.write_table(dirs, out)
+        tables.append(str(out / "captioning.json"))
+    results_seeds.main([*tables, "--out", str(results / "table1"), "--machine", f"{machine}; SCST recipe {chosen_recipe}"])
 
 
 if __name__ == "__main__":
