@@ -86,7 +86,8 @@ def markdown(rows: list[dict]) -> str:
              + " | ".join(CHECKS) + " |", "|---|---|---|---|---|---|" + "---|" * len(CHECKS)]
     for r in rows:
         x, s = r["xe"], r["scst"]
-        lines.append(f"| {Path(r['scst_run']).name} | {x['C']:.3f} → {s['C']:.3f} | {x['B4']:.3f} → {s['B4']:.3f} | "
+        lines.append(f"| {Path(r['scst_run']).name} | {x['C']:.3f} → {s['C']:.3f} | "
+                     f"{x['B4']:.3f} → {s['B4']:.3f} | "
                      f"{x['distinct']:.2f} → {s['distinct']:.2f} | {x['bad']:.1%} → {s['bad']:.1%} | "
                      f"{x['length']:.2f} → {s['length']:.2f} | "
                      + " | ".join("yes" if r["checks"][c] else "**no**" for c in CHECKS) + " |")

@@ -131,7 +131,8 @@ def _f(stat: dict, digits: int = 3, signed: bool = True, pct: bool = False) -> s
 def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str, sources: str) -> str:
     n = next(iter(summary.values()))["n_runs"]
     lines = [f"### SCST recipes over seeds ({n} runs per recipe: captioners x seeds; mean ± sd over seeds)", "",
-             "| recipe | val ΔC | val bad endings | val distinct (XE) | test C | ΔC | ΔB4 | Δdistinct | Δbad endings | "
+             "| recipe | val ΔC | val bad endings | val distinct (XE) | test C | ΔC | ΔB4 | Δdistinct | "
+             "Δbad endings | "
              "length | C up | B4 up | all 4 checks |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in summary.items():

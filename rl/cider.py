@@ -215,8 +215,8 @@ def load_or_build_doc_freq(labels_path: str | Path, split: str = "train", cache:
             with h5py.File(cache, "r") as f:
                 a = f.attrs
                 if a.get("format") == DF_FORMAT and bool(a.get("eos")) != eos:
-                    raise CapawareError(cache, f"holds CIDEr-D document frequencies {eos_variant(not eos)}, but this run's "
-                                        f"reward.eos is {str(eos).lower()}",
+                    raise CapawareError(cache, f"holds CIDEr-D document frequencies {eos_variant(not eos)}, "
+                                        f"but this run's reward.eos is {str(eos).lower()}",
                                         "delete the file, or point reward.df_cache at another one")
                 if (a.get("format"), a.get("labels_sha256"), a.get("split"), int(a.get("n", -1))) == \
                         (DF_FORMAT, sha, split, n):
@@ -323,7 +323,8 @@ class CiderReward:
     def together(self, *parts) -> list[np.ndarray]:
         """The rewards of several ``(seqs, label_ix)`` pairs (an SCST step's samples and greedy captions)
         in one call: one n-gram table for all of them, and each image's references joined once."""
-        parts = [(s.detach().cpu().numpy() if hasattr(s, "detach") else np.asarray(s), np.asarray(ix)) for s, ix in parts]
+        parts = [(s.detach().cpu().numpy() if hasattr(s, "detach") else np.asarray(s), np.asarray(ix))
+                 for s, ix in parts]
         width = max(s.shape[1] for s, _ in parts)
         seqs = np.concatenate([np.pad(s, ((0, 0), (0, width - s.shape[1]))) for s, _ in parts])
         scores = self(seqs, np.concatenate([ix for _, ix in parts]))

@@ -9,7 +9,8 @@ SCST on the demo buys CIDEr-D by writing one safe caption for more and more imag
 checks that stop it, on val. Outputs under ``out_dir``, the same files as captioners.train
 (``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
-val/distinct_captions, val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings, val/bleu4. The run's SCST signature
+val/distinct_captions, val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings,
+val/bleu4. The run's SCST signature
 (rl/signature.py: EOS in the reward or not, baseline, samples, document frequencies, XE weight) is on
 its checkpoints and manifest.json, and captioners.decode carries it to the predictions' meta.
 

@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         out = results / "table1" / f"s{seed}"
         results_table.write_table(dirs, out)
         tables.append(str(out / "captioning.json"))
-    results_seeds.main([*tables, "--out", str(results / "table1"), "--machine", f"{machine}; SCST recipe {chosen_recipe}"])
+    results_seeds.main([*tables, "--out", str(results / "table1"),
+                        "--machine", f"{machine}; SCST recipe {chosen_recipe}"])
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ def test_mean_baseline_is_the_mean_of_the_other_samples():
 
 
 def test_signature_round_trips_and_names_each_variant():
-    for eos, base, n, xe, t in [(True, "mean", 5, 1.0, 0.5), (False, "greedy", 1, 0.0, 1.0), (True, "greedy", 16, 0.25, 2.0)]:
+    cases = [(True, "mean", 5, 1.0, 0.5), (False, "greedy", 1, 0.0, 1.0), (True, "greedy", 16, 0.25, 2.0)]
+    for eos, base, n, xe, t in cases:
         sig = SCSTSignature(eos=eos, baseline=base, samples=n, df="train@0123abcd", xe_weight=xe, temperature=t)
         text = str(sig)
         assert SCSTSignature.parse(text) == sig
@@ -265,7 +266,8 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert "bad_endings" in history[0]
 
 
-@pytest.mark.parametrize("guard, best_epoch", [("keep_distinct=0.9", 1), ("keep_bleu4=0.95", 2), ("keep_distinct=0", 3)])
+@pytest.mark.parametrize("guard, best_epoch",
+                         [("keep_distinct=0.9", 1), ("keep_bleu4=0.95", 2), ("keep_distinct=0", 3)])
 def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(xe_run, tmp_path, monkeypatch,
                                                                                 guard, best_epoch):
     """Val CIDEr-D rising while distinct captions and BLEU-4 fall (what SCST does on the demo): with a

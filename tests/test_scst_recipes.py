@@ -89,7 +89,8 @@ def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, ca
     result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
     assert result["chosen"] == "mean-eos-xe" and "excluded: greedy-eos-plain, greedy-eos-xe" in result["why"]
     s = result["recipes"]["mean-eos-xe"]
-    assert s["val_dC"]["mean"] == pytest.approx(0.06) and s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
+    assert s["val_dC"]["mean"] == pytest.approx(0.06)
+    assert s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
     assert (s["C_up"], s["n_runs"], s["all_checks"]) == (6, 6, 6)
     pair = next(p for p in result["eos_pairs"] if p["pair"] == "mean-eos-xe − mean-noeos-xe")
     np.testing.assert_allclose(pair["val_dC"]["values"], [0.01, 0.02, 0.03], atol=1e-12)
