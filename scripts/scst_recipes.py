@@ -40,14 +40,15 @@ from eval import results_seeds, results_table, scst_recipes  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
-def recipes(xe_weight: float) -> dict[str, list[str]]:
-    """Recipe name -> its overrides (the XE weight of the ``xe`` recipes is the config's)."""
+def recipes(xe_weights: list[float]) -> dict[str, list[str]]:
+    """Recipe name -> its overrides: baseline x end token x (no XE term, or each XE weight; weight 1 is
+    named ``xe``, another ``xe<weight>``)."""
     out = {}
-    for base, eos, xe in itertools.product(("greedy", "mean"), (True, False), (True, False)):
-        name = f"{base}-{'eos' if eos else 'noeos'}-{'xe' if xe else 'plain'}"
-        out[name] = [f"train.baseline={base}", f"reward.eos={str(eos).lower()}",
-                     f"train.xe_weight={xe_weight if xe else 0.0}"]
-    return out
+    objectives = [("plain", 0.0)] + [("xe" if w == 1 else f"xe{w:g}", w) for w in xe_weights]
+    for base, eos, (objective, weight) in itertools.product(("greedy", "mean"), (True, False), objectives):
+        name = f"{base}-{'eos' if eos else 'noeos'}-{objective}"
+        out[name] = [f"train.baseline={base}", f"reward.eos={str(eos).lower()}", f"train.xe_weight={weight}"]
+    return dict(sorted(out.items()))
 
 
 def parse(cmd: str) -> tuple[str, str, str]:
@@ -92,14 +93,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("seeds", nargs="+", type=int)
     parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these recipes")
-    parser.add_argument("--xe-weight", type=float, default=1.0, help="XE weight of the xe recipes")
+    parser.add_argument("--xe-weights", type=float, nargs="+", default=[1.0], help="XE weights of the xe recipes")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for every SCST job, e.g. train.lr=1e-4")
     parser.add_argument("--name", default="scst_recipes",
                         help="folder under RUN (and RUN/results) for these jobs; another name keeps sweeps apart")
     a = parser.parse_args(argv)
     run = Path(a.run)
     plan = Plan(load_pipeline(a.config, str(run)))
-    table = recipes(a.xe_weight)
+    table = recipes(a.xe_weights)
     chosen = {k: v for k, v in table.items() if a.only is None or k in a.only}
 
     xe_jobs, rl_jobs, listed = [], [], []

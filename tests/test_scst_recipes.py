@@ -82,16 +82,20 @@ def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float],
 def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, capsys):
     gains = {"mean-eos-xe": [0.05, 0.07, 0.06], "mean-noeos-xe": [0.04, 0.05, 0.03],
              "greedy-eos-plain": [0.20, 0.25, 0.22],  # the largest gain, but it learned to truncate
-             "greedy-eos-xe": [0.10, 0.11, 0.12]}  # the next, but it collapsed onto few captions
-    bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10, "greedy-eos-xe": 0.0}
+             "greedy-eos-xe": [0.10, 0.11, 0.12],  # the next, but it collapsed onto few captions
+             "mean-eos-plain": [0.09, 0.0, 0.08]}  # the next, but one seed did not move off its XE start
+    bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10, "greedy-eos-xe": 0.0,
+           "mean-eos-plain": 0.0}
     jobs = fake_recipes(tmp_path, gains, bad, distinct={"greedy-eos-xe": 0.55})
     scst_recipes.main([str(jobs), "--out", str(tmp_path / "out"), "--machine", "test box"])
     result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
-    assert result["chosen"] == "mean-eos-xe" and "excluded: greedy-eos-plain, greedy-eos-xe" in result["why"]
+    assert result["chosen"] == "mean-eos-xe"
+    assert "excluded: greedy-eos-plain, greedy-eos-xe, mean-eos-plain" in result["why"]
     s = result["recipes"]["mean-eos-xe"]
     assert s["val_dC"]["mean"] == pytest.approx(0.06)
     assert s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
-    assert (s["C_up"], s["n_runs"], s["all_checks"]) == (6, 6, 6)
+    assert (s["C_up"], s["val_C_up"], s["n_runs"], s["all_checks"]) == (6, 6, 6, 6)
+    assert result["recipes"]["mean-eos-plain"]["val_C_up"] == 4
     pair = next(p for p in result["eos_pairs"] if p["pair"] == "mean-eos-xe − mean-noeos-xe")
     np.testing.assert_allclose(pair["val_dC"]["values"], [0.01, 0.02, 0.03], atol=1e-12)
     assert pair["dbad"]["mean"] == pytest.approx(0.01)
@@ -106,11 +110,14 @@ def test_no_recipe_is_chosen_when_all_truncate(tmp_path):
 
 
 def test_recipe_grid_changes_one_setting_between_neighbours():
-    grid = recipes(1.0)
+    grid = recipes([1.0])
     assert len(grid) == 8 and len({tuple(v) for v in grid.values()}) == 8
+    wider = recipes([1.0, 3.0])
+    assert len(wider) == 12 and wider["mean-eos-xe3"][-1] == "train.xe_weight=3.0"
     assert grid["mean-eos-xe"] == ["train.baseline=mean", "reward.eos=true", "train.xe_weight=1.0"]
     assert grid["greedy-noeos-plain"] == ["train.baseline=greedy", "reward.eos=false", "train.xe_weight=0.0"]
     for name, over in grid.items():
+        assert set(grid[name]) <= set(wider[name])
         flipped = name.replace("-eos-", "-noeos-") if "-eos-" in name else name.replace("-noeos-", "-eos-")
         assert sum(a != b for a, b in zip(over, grid[flipped])) == 1
     assert parse("bash scripts/stage3_rl.sh configs/demo_topdown_scst.yaml run_dir=r data.features=cap") == \
