@@ -80,17 +80,17 @@ def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float],
 
 
 def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, capsys):
-    gains = {"mean-eos-xe": [0.05, 0.07, 0.06], "mean-noeos-xe": [0.04, 0.05, 0.03],
+    gains = {"mean-eos-xe": [0.05, 0.07, 0.06], "mean-noeos-xe": [0.04, 0.05, 0.03],  # up in every run
              "greedy-eos-plain": [0.20, 0.25, 0.22],  # the largest gain, but it learned to truncate
              "greedy-eos-xe": [0.10, 0.11, 0.12],  # the next, but it collapsed onto few captions
-             "mean-eos-plain": [0.09, 0.0, 0.08]}  # the next, but one seed did not move off its XE start
+             "mean-eos-plain": [0.10, 0.0, 0.10]}  # more on average, but one seed did not move off its XE start
     bad = {"mean-eos-xe": 0.01, "mean-noeos-xe": 0.0, "greedy-eos-plain": 0.10, "greedy-eos-xe": 0.0,
            "mean-eos-plain": 0.0}
     jobs = fake_recipes(tmp_path, gains, bad, distinct={"greedy-eos-xe": 0.55})
     scst_recipes.main([str(jobs), "--out", str(tmp_path / "out"), "--machine", "test box"])
     result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
     assert result["chosen"] == "mean-eos-xe"
-    assert "excluded: greedy-eos-plain, greedy-eos-xe, mean-eos-plain" in result["why"]
+    assert "excluded: greedy-eos-plain, greedy-eos-xe" in result["why"] and "rose in 6 of its 6 runs" in result["why"]
     s = result["recipes"]["mean-eos-xe"]
     assert s["val_dC"]["mean"] == pytest.approx(0.06)
     assert s["val_dC"]["sd"] == pytest.approx(np.std([.05, .07, .06], ddof=1))
