@@ -7,7 +7,8 @@ recipes, the product of
 - the baseline: ``greedy`` (the paper's: the greedy caption's reward, Rennie et al.) or ``mean`` (the
   new self-critical of self-critical.pytorch: the mean reward of the image's other samples);
 - the end token in the reward (``eos``) or not (``noeos``): rl.reward.eos;
-- the XE term of the mixed objective at the config's weight (``xe``) or none (``plain``): train.xe_weight.
+- the XE term of the mixed objective at each weight of ``--xe-weights`` (default 1: ``xe``; 3: ``xe3``) or none
+  (``plain``): train.xe_weight.
 
 Everything else is the config's (5 samples per image for both baselines, temperature, lr, epochs), so
 a recipe differs from its neighbours in one setting. Seed 0's XE runs are the pipeline's own; other

@@ -258,7 +258,7 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert meta["stage"] == "rl"  # eval.results_table's XE/RL
     # the signature says what trained it, on the checkpoint, the manifest and the predictions' meta
     sig = SCSTSignature.parse(ckpt["scst_signature"])
-    assert (sig.eos, sig.baseline, sig.samples, sig.xe_weight, sig.temperature) == (True, "mean", 3, 1.0, 0.5)
+    assert (sig.eos, sig.baseline, sig.samples, sig.xe_weight, sig.temperature) == (True, "mean", 3, 3.0, 0.5)
     assert sig.df.startswith("train@") and meta["scst_signature"] == ckpt["scst_signature"]
     manifest = json.loads((tmp_path / "rl" / "manifest.json").read_text())
     assert manifest["scst_signature"] == ckpt["scst_signature"]
