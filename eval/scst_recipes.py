@@ -30,6 +30,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
+from eval.results_seeds import mean_sd
 from eval.scst_gains import CHECKS, pair
 
 TEST = {"C": "CIDEr-D", "B4": "BLEU-4", "distinct": "distinct captions", "bad": "bad endings",
@@ -60,9 +61,10 @@ def per_job(job: dict) -> dict:
     return out
 
 
-def mean_sd(values) -> dict:
-    a = np.asarray(values, dtype=np.float64)
-    return {"values": a.tolist(), "mean": float(a.mean()), "sd": float(a.std(ddof=1)) if len(a) > 1 else None}
+def stat(values) -> dict:
+    """Values with their mean and sample sd (eval.results_seeds.mean_sd), as the seed tables keep them."""
+    mean, sd = mean_sd(values)
+    return {"values": [float(v) for v in values], "mean": mean, "sd": sd}
 
 
 def seed_means(rows: list[dict], key: str) -> list[float]:
@@ -81,7 +83,7 @@ def summarise(rows: list[dict]) -> dict:
     out = {"n_runs": len(rows), "seeds": sorted({r["seed"] for r in rows}),
            "signature": sorted({str(r["signature"]) for r in rows})}
     for k in SUMMARY_KEYS:
-        out[k] = mean_sd(seed_means(rows, k))
+        out[k] = stat(seed_means(rows, k))
     out["C_up"] = sum(r["dC"] > 0 for r in rows)
     out["val_C_up"] = sum(r["val_dC"] > 0 for r in rows)
     out["B4_up"] = sum(r["dB4"] > 0 for r in rows)
@@ -121,7 +123,7 @@ def eos_pairs(rows_by_recipe: dict[str, list[dict]]) -> list[dict]:
         for k in ("val_dC", "C", "dB4", "dbad", "length"):
             a, b = seed_means(rows_by_recipe[name], k), seed_means(rows_by_recipe[other], k)
             if len(a) == len(b):
-                d[k] = mean_sd(np.subtract(a, b))
+                d[k] = stat(np.subtract(a, b))
         out.append(d)
     return out
 

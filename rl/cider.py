@@ -308,6 +308,8 @@ class CiderReward:
     def __init__(self, labels: Labels, df: DocFreq, sigma: float = SIGMA):
         _check_base(df.base, df.n)
         self.labels, self.df, self.sigma = labels, df, sigma
+        # every reference with its end token, written once here rather than at every step
+        self.refs = with_end_token(labels.labels, df.end_token) if df.eos else labels.labels
 
     def __call__(self, seqs, label_ix) -> np.ndarray:
         """``seqs`` [M, T] token ids (tensor or array), ``label_ix`` [M] row of each one's image in labels."""
@@ -315,9 +317,9 @@ class CiderReward:
             seqs = seqs.detach().cpu().numpy()
         images, group = np.unique(np.asarray(label_ix, np.int64), return_inverse=True)
         counts = self.labels.end_ix[images] - self.labels.start_ix[images]
-        refs = self.labels.labels[_ranges(self.labels.start_ix[images], counts)]
+        refs = self.refs[_ranges(self.labels.start_ix[images], counts)]
         if self.df.eos:
-            seqs, refs = with_end_token(seqs, self.df.end_token), with_end_token(refs, self.df.end_token)
+            seqs = with_end_token(seqs, self.df.end_token)
         return cider_d(seqs, group, refs, np.repeat(np.arange(len(images)), counts), self.df, self.sigma)
 
     def together(self, *parts) -> list[np.ndarray]:
