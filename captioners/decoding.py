@@ -108,7 +108,7 @@ def beam_search(model, fc, att, beam_size: int, max_len: int) -> Decoded:
             break
     best = scores.argmax(1)
     pick = base.squeeze(1) + best
-    return Decoded(_pad(seq.view(B * K, -1)[pick], max_len), scores[torch.arange(B), best],
+    return Decoded(_pad(seq.view(B * K, -1)[pick], max_len), scores[torch.arange(B, device=best.device), best],
                    _pad(alphas[pick], max_len))
 
 

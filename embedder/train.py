@@ -294,7 +294,9 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     net = distributed.wrap(TrunkHead(rest, model.head, dtype), device)
     if len(prefix):  # the frozen prefix runs once per image, here, instead of once per step
         maps = frozen_maps(prefix, bank, device, dtype)
-        inputs, to_input = (lambda index: maps[torch.as_tensor(index)]), (lambda x: x.to(device))
+        # the loader yields item indices and the maps are gathered here: on CUDA ``maps`` lives on the
+        # GPU, which a forked DataLoader worker (data.num_workers > 0) must never touch
+        inputs, to_input = torch.as_tensor, (lambda index: maps[index.to(maps.device)])
     else:
         inputs, to_input = bank.uint8, (lambda x: normalise(x, device).contiguous(memory_format=layout))
     bar = tqdm(total=total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -158,8 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
     parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")
     parser.add_argument("--spice-no-cache", action="store_true", help="run SPICE without its LMDB cache")
-    parser.add_argument("--tokenizer", default="ptb", choices=("ptb", "simple"),
-                        help="ptb (Java, as the COCO server; default) or simple (no Java; not comparable)")
+    parser.add_argument("--tokenizer", default=os.environ.get("CAPAWARE_TOKENIZER", "ptb"), choices=("ptb", "simple"),
+                        help="ptb (Java, as the COCO server; default) or simple (no Java; not comparable); "
+                             "the default can come from $CAPAWARE_TOKENIZER (a machine without Java)")
     a = parser.parse_args(argv)
 
     preds = load_preds(a.preds)

@@ -299,15 +299,17 @@ def cider_d(cands: np.ndarray, cand_group: np.ndarray, refs: np.ndarray, ref_gro
 
 
 class CiderReward:
-    """CIDEr-D of sampled captions against their training image's references in labels.h5.
+    """CIDEr-D of sampled captions against their training image's references in labels.h5, plus
+    ``bleu4_weight`` x their sentence BLEU-4 (rl/bleu.py; self-critical.pytorch's ``bleu_reward_weight``,
+    0 by default there and here), both over the same word ids and end tokens.
 
     References are the labels' captions (truncated to max_length, rare words as UNK): the same word
     ids the candidates are made of, as in self-critical.pytorch.
     """
 
-    def __init__(self, labels: Labels, df: DocFreq, sigma: float = SIGMA):
+    def __init__(self, labels: Labels, df: DocFreq, sigma: float = SIGMA, bleu4_weight: float = 0.0):
         _check_base(df.base, df.n)
-        self.labels, self.df, self.sigma = labels, df, sigma
+        self.labels, self.df, self.sigma, self.bleu4_weight = labels, df, sigma, bleu4_weight
         # every reference with its end token, written once here rather than at every step
         self.refs = with_end_token(labels.labels, df.end_token) if df.eos else labels.labels
 
@@ -320,7 +322,12 @@ class CiderReward:
         refs = self.refs[_ranges(self.labels.start_ix[images], counts)]
         if self.df.eos:
             seqs = with_end_token(seqs, self.df.end_token)
-        return cider_d(seqs, group, refs, np.repeat(np.arange(len(images)), counts), self.df, self.sigma)
+        ref_group = np.repeat(np.arange(len(images)), counts)
+        score = cider_d(seqs, group, refs, ref_group, self.df, self.sigma)
+        if self.bleu4_weight:
+            from rl.bleu import sentence_bleu  # rl.bleu builds on this module's n-gram table
+            score = score + self.bleu4_weight * sentence_bleu(seqs, group, refs, ref_group, self.df.base)
+        return score
 
     def together(self, *parts) -> list[np.ndarray]:
         """The rewards of several ``(seqs, label_ix)`` pairs (an SCST step's samples and greedy captions)

@@ -52,6 +52,7 @@ class RewardConfig:
     df_cache: Optional[str] = None  # None: <prepro_dir>/cider_df_<split>.h5
     sigma: float = 6.0  # CIDEr-D length penalty
     eos: bool = True  # the end token is a word of the reward, as self-critical.pytorch has it (rl/cider.py)
+    bleu4_weight: float = 0.0  # reward = CIDEr-D + this x sentence BLEU-4 (self-critical's bleu_reward_weight)
 
 
 @dataclass
@@ -98,6 +99,8 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
         need(0 <= t[key] <= 1, f"train.{key}", f"{t[key]} is not a share", "use 0 (off) to 1, e.g. 0.8")
     need(t.max_length is None or t.max_length >= 1, "train.max_length", "must be >= 1 or null", "e.g. 16")
     need(cfg.reward.sigma > 0, "reward.sigma", "must be > 0", "CIDEr-D uses 6.0")
+    need(cfg.reward.bleu4_weight >= 0, "reward.bleu4_weight", f"{cfg.reward.bleu4_weight} is negative",
+         "use 0 (CIDEr-D alone) or a positive weight")
     need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
     need(bool(cfg.init), "init", "empty", "point init at the best.pt of python -m captioners.train")
     need(t.precision in PRECISIONS, "train.precision", f"{t.precision!r} unknown", f"use one of {PRECISIONS}")

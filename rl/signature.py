@@ -4,15 +4,16 @@ SacreEOS (Barraco et al. 2023) showed that SCST results are not comparable unles
 the end-of-sentence token was inside the CIDEr-D reward (leaving it out lets SCST stop mid-phrase for up
 to +4.1 CIDEr-D of artificial gain), and asked every paper to print a signature. Ours follows its
 layout (variant, reward, baseline with its sample count, ``+``-joined) and adds what else changes the
-numbers on the embedded default: the document-frequency corpus, the XE weight of the mixed objective
-and the sampling temperature::
+numbers on the embedded default: a BLEU-4 term of the reward when there is one, the document-frequency
+corpus, the XE weight of the mixed objective and the sampling temperature::
 
     Standard_wInit+Cider-D[n4,s6.0]+average[nspi5]+df[train@3f2a9c1e]+xe[1.0]+t[0.5]
 
 ``Standard`` = the EOS is a word of the reward (``No<Eos>`` = it is not); ``wInit`` = started from XE
 weights (always, here); ``average`` = each sample's baseline is the mean reward of its image's other
 samples, ``greedy`` = the greedy caption's reward (Rennie et al.); ``df[split@sha]`` = document
-frequencies of that split of the labels file whose sha256 starts so. It is written on every SCST run's
+frequencies of that split of the labels file whose sha256 starts so; ``+Bleu-4[w0.5]`` (only when
+``reward.bleu4_weight`` > 0) = 0.5 x sentence BLEU-4 added to the reward. It is written on every SCST run's
 checkpoint, manifest and metrics file, and printed by eval.captions and in Table 1.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 BASELINE_NAMES = {"mean": "average", "greedy": "greedy"}  # config value -> signature word
 _PATTERN = re.compile(
     r"^(?P<eos>Standard|No<Eos>)_wInit\+Cider-D\[n(?P<n>\d+),s(?P<sigma>[0-9.]+)\]"
+    r"(?:\+Bleu-4\[w(?P<bleu4>[0-9.e+-]+)\])?"
     r"\+(?P<baseline>average|greedy)\[nspi(?P<samples>\d+)\]\+df\[(?P<df>[^\]]+)\]"
     r"\+xe\[(?P<xe>[0-9.e+-]+)\]\+t\[(?P<t>[0-9.e+-]+)\]$")
 
@@ -37,9 +39,11 @@ class SCSTSignature:
     temperature: float = 1.0  # sampling temperature
     sigma: float = 6.0  # CIDEr-D's length penalty
     n: int = 4  # n-gram orders
+    bleu4_weight: float = 0.0  # weight of sentence BLEU-4 in the reward (0: CIDEr-D alone)
 
     def __str__(self) -> str:
-        return (f"{'Standard' if self.eos else 'No<Eos>'}_wInit+Cider-D[n{self.n},s{self.sigma:g}]"
+        bleu = f"+Bleu-4[w{self.bleu4_weight:g}]" if self.bleu4_weight else ""
+        return (f"{'Standard' if self.eos else 'No<Eos>'}_wInit+Cider-D[n{self.n},s{self.sigma:g}]{bleu}"
                 f"+{BASELINE_NAMES[self.baseline]}[nspi{self.samples}]+df[{self.df}]"
                 f"+xe[{self.xe_weight:g}]+t[{self.temperature:g}]")
 
@@ -50,7 +54,8 @@ class SCSTSignature:
             raise ValueError(f"not an SCST signature: {text!r}")
         baseline = {v: k for k, v in BASELINE_NAMES.items()}[m["baseline"]]
         return cls(eos=m["eos"] == "Standard", baseline=baseline, samples=int(m["samples"]), df=m["df"],
-                   xe_weight=float(m["xe"]), temperature=float(m["t"]), sigma=float(m["sigma"]), n=int(m["n"]))
+                   xe_weight=float(m["xe"]), temperature=float(m["t"]), sigma=float(m["sigma"]), n=int(m["n"]),
+                   bleu4_weight=float(m["bleu4"] or 0.0))
 
 
 def signature_of(cfg, labels_sha256: str) -> SCSTSignature:
@@ -58,4 +63,5 @@ def signature_of(cfg, labels_sha256: str) -> SCSTSignature:
     t, r = cfg.train, cfg.reward
     return SCSTSignature(eos=bool(r.eos), baseline=t.baseline, samples=int(t.samples_per_image),
                          df=f"{r.df_split}@{labels_sha256[:8]}", xe_weight=float(t.xe_weight),
-                         temperature=float(t.temperature), sigma=float(r.sigma))
+                         temperature=float(t.temperature), sigma=float(r.sigma),
+                         bleu4_weight=float(r.bleu4_weight))

@@ -183,7 +183,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     model.load_state_dict(xe["model"])
     if cfg.train.compile:
         apply_compile(model)
-    reward = CiderReward(labels, doc_freq, cfg.reward.sigma)
+    reward = CiderReward(labels, doc_freq, cfg.reward.sigma, cfg.reward.bleu4_weight)
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)
     refs = validation_refs(d.json, labels, val_set, vocab)

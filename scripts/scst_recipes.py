@@ -8,7 +8,9 @@ recipes, the product of
   new self-critical of self-critical.pytorch: the mean reward of the image's other samples);
 - the end token in the reward (``eos``) or not (``noeos``): rl.reward.eos;
 - the XE term of the mixed objective at each weight of ``--xe-weights`` (default 1: ``xe``; 3: ``xe3``) or none
-  (``plain``): train.xe_weight.
+  (``plain``): train.xe_weight;
+- with ``--bleu4-weights``, a BLEU-4 term of the reward at each weight (``-b0.5``; rl.reward.bleu4_weight,
+  self-critical.pytorch's bleu_reward_weight; 0, the default, adds no suffix).
 
 Everything else is the config's (5 samples per image for both baselines, temperature, lr, epochs), so
 a recipe differs from its neighbours in one setting. Seed 0's XE runs are the pipeline's own; other
@@ -41,14 +43,16 @@ from eval import results_seeds, results_table, scst_recipes  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
-def recipes(xe_weights: list[float]) -> dict[str, list[str]]:
+def recipes(xe_weights: list[float], bleu4_weights: list[float] = (0.0,)) -> dict[str, list[str]]:
     """Recipe name -> its overrides: baseline x end token x (no XE term, or each XE weight; weight 1 is
-    named ``xe``, another ``xe<weight>``)."""
+    named ``xe``, another ``xe<weight>``) x BLEU-4 weight of the reward (0: no suffix, another ``-b<w>``)."""
     out = {}
     objectives = [("plain", 0.0)] + [("xe" if w == 1 else f"xe{w:g}", w) for w in xe_weights]
-    for base, eos, (objective, weight) in itertools.product(("greedy", "mean"), (True, False), objectives):
-        name = f"{base}-{'eos' if eos else 'noeos'}-{objective}"
-        out[name] = [f"train.baseline={base}", f"reward.eos={str(eos).lower()}", f"train.xe_weight={weight}"]
+    for base, eos, (objective, weight), bleu in itertools.product(("greedy", "mean"), (True, False), objectives,
+                                                                  bleu4_weights):
+        name = f"{base}-{'eos' if eos else 'noeos'}-{objective}" + (f"-b{bleu:g}" if bleu else "")
+        out[name] = [f"train.baseline={base}", f"reward.eos={str(eos).lower()}", f"train.xe_weight={weight}",
+                     f"reward.bleu4_weight={bleu}"]
     return dict(sorted(out.items()))
 
 
@@ -95,13 +99,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these recipes")
     parser.add_argument("--xe-weights", type=float, nargs="+", default=[1.0], help="XE weights of the xe recipes")
+    parser.add_argument("--bleu4-weights", type=float, nargs="+", default=[0.0],
+                        help="BLEU-4 weights of the reward (rl.reward.bleu4_weight; 0: CIDEr-D alone)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for every SCST job, e.g. train.lr=1e-4")
     parser.add_argument("--name", default="scst_recipes",
                         help="folder under RUN (and RUN/results) for these jobs; another name keeps sweeps apart")
     a = parser.parse_args(argv)
     run = Path(a.run)
     plan = Plan(load_pipeline(a.config, str(run)))
-    table = recipes(a.xe_weights)
+    table = recipes(a.xe_weights, a.bleu4_weights)
     chosen = {k: v for k, v in table.items() if a.only is None or k in a.only}
 
     xe_jobs, rl_jobs, listed = [], [], []

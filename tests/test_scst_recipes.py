@@ -113,9 +113,14 @@ def test_recipe_grid_changes_one_setting_between_neighbours():
     grid = recipes([1.0])
     assert len(grid) == 8 and len({tuple(v) for v in grid.values()}) == 8
     wider = recipes([1.0, 3.0])
-    assert len(wider) == 12 and wider["mean-eos-xe3"][-1] == "train.xe_weight=3.0"
-    assert grid["mean-eos-xe"] == ["train.baseline=mean", "reward.eos=true", "train.xe_weight=1.0"]
-    assert grid["greedy-noeos-plain"] == ["train.baseline=greedy", "reward.eos=false", "train.xe_weight=0.0"]
+    assert len(wider) == 12 and "train.xe_weight=3.0" in wider["mean-eos-xe3"]
+    assert grid["mean-eos-xe"] == ["train.baseline=mean", "reward.eos=true", "train.xe_weight=1.0",
+                                   "reward.bleu4_weight=0.0"]
+    assert grid["greedy-noeos-plain"] == ["train.baseline=greedy", "reward.eos=false", "train.xe_weight=0.0",
+                                          "reward.bleu4_weight=0.0"]
+    with_bleu = recipes([3.0], [0.0, 0.5])
+    assert len(with_bleu) == 16 and with_bleu["mean-eos-xe3-b0.5"] == [*with_bleu["mean-eos-xe3"][:-1],
+                                                                       "reward.bleu4_weight=0.5"]
     for name, over in grid.items():
         assert set(grid[name]) <= set(wider[name])
         flipped = name.replace("-eos-", "-noeos-") if "-eos-" in name else name.replace("-noeos-", "-eos-")
