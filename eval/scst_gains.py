@@ -52,14 +52,15 @@ def test_numbers(run: Path, split: str = "test") -> dict:
 
 
 def val_numbers(scst_run: Path) -> dict:
-    """Val CIDEr-D, bad endings and distinct captions of the XE start (epoch 0) and of best.pt's epoch
+    """Val CIDEr-D, bad endings, distinct captions and BLEU-4 of the XE start (epoch 0) and of best.pt's epoch
     (the best val CIDEr-D among the validations the collapse guard allowed), from history.json."""
     history = _json(scst_run / "history.json", "history (rl.train)")
     start = history[0]
     best = max((h for h in history if h.get("eligible", True)), key=lambda h: h["cider_d"])  # best.pt's
     return {"val_C_xe": start["cider_d"], "val_C": best["cider_d"], "best_epoch": best["epoch"],
             "val_bad_xe": start.get("bad_endings"), "val_bad": best.get("bad_endings"),
-            "val_distinct_xe": start.get("distinct_captions"), "val_distinct": best.get("distinct_captions")}
+            "val_distinct_xe": start.get("distinct_captions"), "val_distinct": best.get("distinct_captions"),
+            "val_B4_xe": start.get("bleu4"), "val_B4": best.get("bleu4")}
 
 
 def pair(xe_run: str | Path, scst_run: str | Path) -> dict:

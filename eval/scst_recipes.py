@@ -54,7 +54,9 @@ def per_job(job: dict) -> dict:
     out = {"recipe": job["recipe"], "seed": job["seed"], "run": job["run"], "signature": s["signature"],
            "val_dC": p["val_C"] - p["val_C_xe"], "val_bad": p["val_bad"], "val_bad_xe": p["val_bad_xe"],
            "val_distinct": p["val_distinct"], "val_distinct_xe": p["val_distinct_xe"],
-           "checks": p["checks"], "C": s["C"], "C_xe": x["C"]}
+           "checks": p["checks"], "C": s["C"], "C_xe": x["C"],
+           "val_dB4": (p["val_B4"] - p["val_B4_xe"]) if p.get("val_B4") is not None and p.get("val_B4_xe") is not None
+           else float("nan")}
     for k in TEST:
         out[f"d{k}"] = s[k] - x[k]
     out["length"] = s["length"]
@@ -86,6 +88,7 @@ def summarise(rows: list[dict]) -> dict:
         out[k] = stat(seed_means(rows, k))
     out["C_up"] = sum(r["dC"] > 0 for r in rows)
     out["val_C_up"] = sum(r["val_dC"] > 0 for r in rows)
+    out["val_B4_up"] = sum(r["val_dB4"] > 0 for r in rows)  # nan (a history without BLEU-4) counts as not up
     out["B4_up"] = sum(r["dB4"] > 0 for r in rows)
     out["all_checks"] = sum(all(r["checks"].values()) for r in rows)
     return out
@@ -101,10 +104,11 @@ def choose(summary: dict[str, dict]) -> tuple[str, str]:
     if not ok:
         raise CapawareError("scst recipes", "every recipe raised val bad endings by more than 2 points or lost more "
                             "than 20% of the val distinct captions", "widen the comparison (lr, epochs, XE weight)")
-    best = max(ok, key=lambda k: (ok[k]["val_C_up"], ok[k]["val_dC"]["mean"]))
+    best = max(ok, key=lambda k: (ok[k]["val_C_up"], ok[k]["val_B4_up"], ok[k]["val_dC"]["mean"]))
     dropped = sorted(set(summary) - set(ok))
-    why = (f"`{best}`: val CIDEr-D rose in {ok[best]['val_C_up']} of its {ok[best]['n_runs']} runs, the most (mean "
-           f"gain {ok[best]['val_dC']['mean']:+.3f}; ties go to the larger mean gain), among the recipes whose val bad "
+    why = (f"`{best}`: val CIDEr-D rose in {ok[best]['val_C_up']} of its {ok[best]['n_runs']} runs, the most, and val "
+           f"BLEU-4 in {ok[best]['val_B4_up']} (mean CIDEr-D gain {ok[best]['val_dC']['mean']:+.3f}; ties on CIDEr-D go "
+           f"to more BLEU-4 rises, then to the larger mean gain), among the recipes whose val bad "
            f"endings stay within 2 points of the XE start's and whose val distinct captions keep 80% of its"
            + (f" (excluded: {', '.join(dropped)})" if dropped else " (none excluded)"))
     return best, why
@@ -139,15 +143,16 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
     lines = [f"### SCST recipes over seeds ({n} runs per recipe: captioners x seeds; mean ± sd over seeds)", "",
              "| recipe | val ΔC | val bad endings | val distinct (XE) | test C | ΔC | ΔB4 | Δdistinct | "
              "Δbad endings | "
-             "length | val C up | C up | B4 up | all 4 checks |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "length | val C up | val B4 up | C up | B4 up | all 4 checks |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in summary.items():
         mark = f"**{name}**" if name == best else name
         lines.append(
             f"| {mark} | {_f(s['val_dC'])} | {_f(s['val_bad'], signed=False, pct=True)} | "
             f"{s['val_distinct']['mean']:.2f} ({s['val_distinct_xe']['mean']:.2f}) | {_f(s['C'], signed=False)} | "
             f"{_f(s['dC'])} | {_f(s['dB4'])} | {_f(s['ddistinct'], 2)} | {_f(s['dbad'], pct=True)} | "
-            f"{_f(s['length'], 2, signed=False)} | {s['val_C_up']}/{s['n_runs']} | {s['C_up']}/{s['n_runs']} | "
+            f"{_f(s['length'], 2, signed=False)} | {s['val_C_up']}/{s['n_runs']} | {s['val_B4_up']}/{s['n_runs']} | "
+            f"{s['C_up']}/{s['n_runs']} | "
             f"{s['B4_up']}/{s['n_runs']} | "
             f"{s['all_checks']}/{s['n_runs']} |")
     lines += ["", "Paired by seed, end token in the reward minus not (same baseline and objective):", "",
@@ -160,7 +165,7 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
               "XE start (rl.train's history); bad endings: captions whose last word ends no training reference; "
               "all 4 checks: " + "; ".join(d for d, _ in CHECKS.values()) + ". Recipes: baseline greedy | mean of "
               "the other samples; eos | noeos: the end token in the CIDEr-D reward or not; xe | plain: with the "
-              f"config's XE term or without. Machine: {machine}. Jobs: {sources}."]
+              f"config's XE term or without; -b<w>: w x sentence BLEU-4 added to the reward. Machine: {machine}. Jobs: {sources}."]
     return "\n".join(lines) + "\n"
 
 

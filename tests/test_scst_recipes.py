@@ -20,10 +20,10 @@ def write_run(path, C, B4, distinct, bad, length=6.0, history=None, signature=No
     return path
 
 
-def hist(xe_val, best_val, bad_xe=0.0, bad=0.0, distinct_xe=0.7, distinct=0.7):
-    return [{"epoch": 0, "cider_d": xe_val, "bad_endings": bad_xe, "distinct_captions": distinct_xe},
-            {"epoch": 1, "cider_d": best_val - 0.01, "bad_endings": bad, "distinct_captions": distinct},
-            {"epoch": 2, "cider_d": best_val, "bad_endings": bad, "distinct_captions": distinct}]
+def hist(xe_val, best_val, bad_xe=0.0, bad=0.0, distinct_xe=0.7, distinct=0.7, b4_xe=0.3, b4=0.3):
+    return [{"epoch": 0, "cider_d": xe_val, "bad_endings": bad_xe, "distinct_captions": distinct_xe, "bleu4": b4_xe},
+            {"epoch": 1, "cider_d": best_val - 0.01, "bad_endings": bad, "distinct_captions": distinct, "bleu4": b4},
+            {"epoch": 2, "cider_d": best_val, "bad_endings": bad, "distinct_captions": distinct, "bleu4": b4}]
 
 
 def test_each_check_fails_on_its_own_boundary(tmp_path):
@@ -63,7 +63,8 @@ def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
         scst_gains.test_numbers(old)
 
 
-def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float], distinct: dict | None = None):
+def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float], distinct: dict | None = None,
+                 b4_gain: dict | None = None):
     """Two captioners x len(seeds) seeds per recipe; val gain per seed as given; test C = XE + val gain."""
     jobs = []
     for recipe, per_seed in gains.items():
@@ -72,7 +73,8 @@ def fake_recipes(tmp_path, gains: dict[str, list[float]], bad: dict[str, float],
                 xe = write_run(tmp_path / f"s{seed}" / run, 0.8, 0.3, 0.7, 0.0)
                 scst = write_run(tmp_path / recipe / f"s{seed}" / f"{run}_scst", 0.8 + g, 0.3 + g / 10, 0.7,
                                  bad[recipe], signature=recipe,
-                                 history=hist(0.9, 0.9 + g, 0.0, bad[recipe], 0.7, (distinct or {}).get(recipe, 0.7)))
+                                 history=hist(0.9, 0.9 + g, 0.0, bad[recipe], 0.7, (distinct or {}).get(recipe, 0.7),
+                                              0.3, 0.3 + (b4_gain or {}).get(recipe, -0.01)))
                 jobs.append({"recipe": recipe, "seed": seed, "run": run, "xe_run": str(xe), "scst_run": str(scst)})
     path = tmp_path / "jobs.json"
     path.write_text(json.dumps({"jobs": jobs}))
@@ -101,6 +103,16 @@ def test_recipes_over_seeds_choose_on_val_and_pair_the_eos_variants(tmp_path, ca
     assert pair["dbad"]["mean"] == pytest.approx(0.01)
     md = (tmp_path / "out" / "scst_recipes.md").read_text()
     assert "| **mean-eos-xe** |" in md and "test box" in md
+
+
+def test_ties_on_cider_go_to_the_recipe_whose_val_bleu4_rises(tmp_path):
+    gains = {"mean-eos-xe3": [0.10, 0.12, 0.11], "mean-eos-xe3-b0.5": [0.08, 0.09, 0.10]}  # both up everywhere
+    jobs = fake_recipes(tmp_path, gains, {k: 0.0 for k in gains}, b4_gain={"mean-eos-xe3-b0.5": 0.01})
+    scst_recipes.main([str(jobs), "--out", str(tmp_path / "out")])
+    result = json.loads((tmp_path / "out" / "scst_recipes.json").read_text())
+    assert result["chosen"] == "mean-eos-xe3-b0.5"  # a smaller CIDEr-D gain, but BLEU-4 up in 6 of 6 on val
+    assert (result["recipes"]["mean-eos-xe3"]["val_B4_up"], result["recipes"]["mean-eos-xe3-b0.5"]["val_B4_up"]) == (0, 6)
+    assert "val BLEU-4 in 6" in result["why"]
 
 
 def test_no_recipe_is_chosen_when_all_truncate(tmp_path):
