@@ -11,10 +11,11 @@ self-critical.pytorch) unless ``--no-eos``.
 Without ``--labels`` a shapes-captions set (1,200 training images, 16-word captions) is generated in a
 temporary folder. Candidates look like sampled captions: each is one of its image's references with up
 to 3 words replaced and its EOS moved, so n-grams overlap as they do in training. The baseline is what a
-pycocoevalcap-based reward does per batch: a new CiderScorer (rl.cider.fixed_df_scorer: its own cooking,
-tf-idf, clipping and penalty, told to use the training document frequencies) fed every candidate and
-its references, then scored; it is timed without the id -> string conversion (the conservative ratio)
-and with it. Both give the same numbers (max difference printed). Medians (min) of alternating runs.
+pycocoevalcap-based reward does per batch: a new CiderScorer (benchmarks/cider_reference.py's
+fixed_df_scorer: its own cooking, tf-idf, clipping and penalty, told to use the training document
+frequencies) fed every candidate and its references, then scored; it is timed without the id -> string
+conversion (the conservative ratio) and with it. Both give the same numbers (max difference printed).
+Medians (min) of alternating runs.
 
 The self-critical.pytorch row rebuilds what its ``get_self_critical_reward`` does for one batch (its
 code cannot be installed here: not on PyPI, no internet): every sampled and greedy caption through
@@ -42,16 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capcore.cpu_isa import cpu_line  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
+from benchmarks.cider_reference import FrozenDocFreq, doc_freq_as_ngrams, fixed_df_scorer, ids_to_string
 from captioners.model import Captioner
 from captioners.prepro import prepro, read_labels
-from rl.cider import (
-    CiderReward,
-    FrozenDocFreq,
-    doc_freq_as_ngrams,
-    fixed_df_scorer,
-    ids_to_string,
-    load_or_build_doc_freq,
-)
+from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
 
 MODELS = {  # (core, rnn, encoding, att_hid, regions, channels)

@@ -10,14 +10,14 @@ What is computed is exactly ``BleuScorer.compute_score(option="closest")``'s per
 clipped n-gram matches against the maximum count over the image's references, ``guess = max(0, len - k
 + 1)``, the geometric mean over n = 1..4 with pycocoevalcap's ``tiny``/``small`` guards, and its brevity
 penalty against the reference length closest to the candidate's (ties: the shorter). The n-grams come
-from :func:`rl.cider.ngram_table` (one ``np.unique`` over candidates and references), so there is no
+from :func:`rl.ngrams.ngram_table` (one ``np.unique`` over candidates and references), so there is no
 Python loop over captions; the tests compare with pycocoevalcap's own scorer.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from rl.cider import ngram_table
+from rl.ngrams import ngram_table
 
 N = 4
 TINY, SMALL = 1e-15, 1e-9  # pycocoevalcap's guards (bleu_scorer.compute_score)

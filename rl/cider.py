@@ -26,8 +26,8 @@ cosine whose norm is zero is left unnormalised (it is 0 anyway).
 Speed: n-grams of every caption in the batch (candidates and their references) are packed into
 int64 keys (bijective base V+1 digits: word ids are 1..V inside a caption), counted with one
 ``np.unique``, and matched candidate-to-reference with one sorted join; no Python loop over captions.
-:func:`reference_cider_d` runs pycocoevalcap's own scorer with the same document frequencies, for the
-tests and benchmarks/bench_scst.py.
+benchmarks/cider_reference.py runs pycocoevalcap's own scorer with the same document frequencies, for
+the tests and benchmarks/bench_scst.py (it is no part of this package).
 """
 from __future__ import annotations
 
@@ -41,86 +41,11 @@ from capcore.atomic import atomic_path
 from capcore.checkpoint import file_sha256
 from capcore.errors import CapawareError
 from captioners.prepro import Labels, read_labels
+from rl.bleu import sentence_bleu
+from rl.ngrams import N, _check_base, _ranges, ngram_table, with_end_token  # noqa: F401  (with_end_token: API)
 
-N = 4  # n-gram orders 1..N
 SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)
 DF_FORMAT = "capaware-cider-df-v2"  # v2: records whether the EOS is a word
-
-
-def caption_lengths(seqs: np.ndarray) -> np.ndarray:
-    """Words before the first 0 in each row (the row's length if it has no 0)."""
-    zero = seqs == 0
-    return np.where(zero.any(1), zero.argmax(1), seqs.shape[1])
-
-
-def with_end_token(seqs: np.ndarray, end: int) -> np.ndarray:
-    """[M, T] -> [M, T + 1]: ``end`` written at each row's first 0 (self-critical.pytorch's array_to_str
-    keeps that 0 as a word); a row with no 0 keeps no end token; anything after the end becomes 0."""
-    seqs = np.asarray(seqs, dtype=np.int64)
-    M, T = seqs.shape
-    lengths = caption_lengths(seqs)
-    out = np.zeros((M, T + 1), dtype=np.int64)
-    out[:, :T] = np.where(np.arange(T)[None, :] < lengths[:, None], seqs, 0)
-    ended = lengths < T
-    out[np.flatnonzero(ended), lengths[ended]] = end
-    return out
-
-
-def _check_base(base: int, n: int) -> None:
-    if base < 2 or base ** n >= 2 ** 63:
-        raise CapawareError("cider", f"vocabulary of {base - 1} words cannot pack {n}-grams into int64 keys",
-                            f"use fewer than {int(2 ** (63 / n)) - 1} words")
-
-
-@dataclass
-class NgramTable:
-    """Distinct n-grams of each row: one entry per (row, n-gram)."""
-    row: np.ndarray  # [E] which caption
-    dense: np.ndarray  # [E] index into keys
-    count: np.ndarray  # [E] term frequency in that caption
-    keys: np.ndarray  # [K] sorted distinct int64 keys of the whole table
-    order: np.ndarray  # [K] n - 1 of each key
-    lengths: np.ndarray  # [rows] words before the first EOS
-
-
-def ngram_table(seqs: np.ndarray, base: int, n: int = N) -> NgramTable:
-    """All 1..n-grams of every row of ``seqs`` [M, T] (tokens from the first 0 on ignored)."""
-    seqs = np.asarray(seqs, dtype=np.int64)
-    if seqs.ndim != 2:
-        raise ValueError(f"captions must be [M, T] token ids, got shape {seqs.shape}")
-    if seqs.size and (seqs.min() < 0 or seqs.max() >= base):
-        raise ValueError(f"token ids must lie in 0..{base - 1}, got {seqs.min()}..{seqs.max()}")
-    M, T = seqs.shape
-    lengths = caption_lengths(seqs)
-    inside = np.arange(T)[None, :] < lengths[:, None]
-    seqs = np.where(inside, seqs, 0)  # garbage after EOS can neither match nor overflow a key
-    rows, keys, orders = [], [], []
-    key = np.zeros((M, T), dtype=np.int64)
-    for k in range(1, min(n, T) + 1):
-        width = T - k + 1
-        key = key[:, :width] * base + seqs[:, k - 1:k - 1 + width]  # key of the k-gram starting at t
-        r, t = np.nonzero(np.arange(width)[None, :] + k <= lengths[:, None])
-        rows.append(r)
-        keys.append(key[r, t])
-        orders.append(np.full(len(r), k - 1, dtype=np.int8))
-    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    orders = np.concatenate(orders) if orders else np.zeros(0, np.int8)
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    K = max(len(uniq), 1)
-    pairs, counts = np.unique(rows * K + inverse, return_counts=True)
-    order = np.zeros(len(uniq), dtype=np.int8)
-    order[inverse] = orders
-    return NgramTable(pairs // K, pairs % K, counts, uniq, order, lengths)
-
-
-def decode_key(key: int, base: int) -> tuple[int, ...]:
-    """Word ids of a packed n-gram key (its base-``base`` digits, all non-zero)."""
-    digits = []
-    while key:
-        key, d = divmod(int(key), base)
-        digits.append(d)
-    return tuple(reversed(digits))
 
 
 @dataclass
@@ -156,13 +81,6 @@ class DocFreq:
 
 def eos_variant(eos: bool) -> str:
     return "with the end token" if eos else "without the end token"
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + c) for each (s, c), without a Python loop."""
-    counts = np.asarray(counts, dtype=np.int64)
-    before = np.cumsum(counts) - counts
-    return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(counts.sum())
 
 
 def build_doc_freq(labels: Labels, base: int, split: str = "train", n: int = N, chunk: int = 20000,
@@ -325,7 +243,6 @@ class CiderReward:
         ref_group = np.repeat(np.arange(len(images)), counts)
         score = cider_d(seqs, group, refs, ref_group, self.df, self.sigma)
         if self.bleu4_weight:
-            from rl.bleu import sentence_bleu  # rl.bleu builds on this module's n-gram table
             score = score + self.bleu4_weight * sentence_bleu(seqs, group, refs, ref_group, self.df.base)
         return score
 
@@ -339,73 +256,3 @@ class CiderReward:
         scores = self(seqs, np.concatenate([ix for _, ix in parts]))
         return np.split(scores, np.cumsum([len(s) for s, _ in parts])[:-1])
 
-
-# ----------------------------------------------------------------------------- the reference (slow)
-
-def ids_to_string(seq, eos: bool = False) -> str:
-    """Token ids -> the space-separated string pycocoevalcap reads. It stops at the first 0, which is
-    kept as the word "0" with ``eos`` (self-critical.pytorch's array_to_str)."""
-    words = []
-    for t in seq:
-        if int(t) == 0:
-            if eos:
-                words.append("0")
-            break
-        words.append(str(int(t)))
-    return " ".join(words)
-
-
-def doc_freq_as_ngrams(df: DocFreq) -> dict[tuple[str, ...], float]:
-    """Our document frequencies in pycocoevalcap's form: {("12", "7"): 3.0, ...}; the end token is "0"."""
-    def word(w: int) -> str:
-        return "0" if w == df.end_token else str(w)
-
-    return {tuple(word(w) for w in decode_key(k, df.base)): float(c) for k, c in zip(df.keys.tolist(), df.counts)}
-
-
-class _CorpusSized(list):
-    """The batch's references, but ``len()`` answers the corpus size: pycocoevalcap sets
-    ``ref_len = log(len(crefs))`` inside compute_cider, and iterates the list itself (zip)."""
-
-    def __init__(self, items, n_docs: int):
-        super().__init__(items)
-        self.n_docs = n_docs
-
-    def __len__(self) -> int:
-        return self.n_docs
-
-
-class FrozenDocFreq(dict):
-    """Read-only document frequencies: a missing n-gram reads 0 without being inserted."""
-
-    def __missing__(self, key):
-        return 0.0
-
-
-def fixed_df_scorer(document_frequency: dict, n_docs: int, sigma: float = SIGMA):
-    """pycocoevalcap's CiderScorer whose document frequencies and ref_len are given, not counted on the
-    batch. Only the two corpus hooks are replaced; cooking, tf-idf, clipping and penalty are its own."""
-    from pycocoevalcap.cider.cider_scorer import CiderScorer
-
-    frozen = document_frequency if isinstance(document_frequency, FrozenDocFreq) else FrozenDocFreq(document_frequency)
-
-    class FixedDfCiderScorer(CiderScorer):
-        def compute_doc_freq(self):
-            self.document_frequency = frozen
-
-        def compute_score(self, option=None, verbose=0):
-            self.compute_doc_freq()
-            self.crefs = _CorpusSized(self.crefs, n_docs)
-            scores = np.array(self.compute_cider())
-            return float(np.mean(scores)), scores
-
-    return FixedDfCiderScorer(n=N, sigma=sigma)
-
-
-def reference_cider_d(cands: list[str], refs: list[list[str]], document_frequency: dict, n_docs: int,
-                      sigma: float = SIGMA) -> np.ndarray:
-    """CIDEr-D of caption strings by pycocoevalcap itself, with the given corpus document frequencies."""
-    scorer = fixed_df_scorer(document_frequency, n_docs, sigma)
-    for cand, ref in zip(cands, refs):
-        scorer += (cand, ref)
-    return scorer.compute_score()[1]

@@ -1,9 +1,10 @@
-"""Write result files into README.md: ``python scripts/readme_results.py NAME=FILE ... [--readme README.md]``.
+"""Write result files into README.md or a docs page: ``python scripts/readme_results.py NAME=FILE ...
+[--readme README.md | docs/results.md | docs/benchmarks.md]``.
 
-README holds blocks ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``; each is replaced by the
+The page holds blocks ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->``; each is replaced by the
 file given for NAME: a Markdown table (``.md``) verbatim, a flat JSON object (``.json``) as a
 one-row table of its numbers, a command's printed output (``.txt``, e.g. a benchmark's) verbatim in a
-fenced block. So the README's figures are the result files' bytes, never retyped;
+fenced block. So the pages' figures are the result files' bytes, never retyped;
 a header line under each block names the file, and the commit it was made at.
 """
 from __future__ import annotations
@@ -44,10 +45,10 @@ def commit() -> str:
         return "unknown"
 
 
-def replace(readme: str, name: str, body: str, source: str, made_at: str) -> str:
+def replace(readme: str, name: str, body: str, source: str, made_at: str, page: str = "README.md") -> str:
     pattern = re.compile(rf"(<!-- results:{re.escape(name)} -->\n)(.*?)(<!-- /results:{re.escape(name)} -->)", re.S)
     if not pattern.search(readme):
-        raise CapawareError("README.md", f"no block <!-- results:{name} --> ... <!-- /results:{name} -->",
+        raise CapawareError(page, f"no block <!-- results:{name} --> ... <!-- /results:{name} -->",
                             "add the two marker lines where the table belongs")
     text = f"<sub>From `{source}` (commit {made_at}).</sub>\n\n{body}"
     return pattern.sub(lambda m: m.group(1) + text + m.group(3), readme)
@@ -56,7 +57,7 @@ def replace(readme: str, name: str, body: str, source: str, made_at: str) -> str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("blocks", nargs="+", help="NAME=FILE")
-    parser.add_argument("--readme", default="README.md")
+    parser.add_argument("--readme", default="README.md", help="the page that holds the blocks")
     parser.add_argument("--commit", default=None, help="the commit the results were made at (default: HEAD)")
     a = parser.parse_args(argv)
     readme = Path(a.readme)
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         name, sep, file = item.partition("=")
         if not sep:
             raise CapawareError(item, "not NAME=FILE", "e.g. captioning=runs/demo/results/captioning/captioning.md")
-        text = replace(text, name, render(Path(file)), file, a.commit or commit())
+        text = replace(text, name, render(Path(file)), file, a.commit or commit(), str(readme))
     write_text(readme, text)
     print(f"{readme}: {len(a.blocks)} block(s) written")
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from pycocoevalcap.bleu.bleu_scorer import BleuScorer
 
+from benchmarks.cider_reference import ids_to_string
 from rl.bleu import sentence_bleu
-from rl.cider import CiderReward, ids_to_string, load_or_build_doc_freq, with_end_token
+from rl.cider import CiderReward, load_or_build_doc_freq, with_end_token
 from test_rl_cider import synth  # noqa: F401  (the module's labels.h5 fixture)
 
 

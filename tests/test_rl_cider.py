@@ -10,19 +10,17 @@ import h5py
 import numpy as np
 import pytest
 
+from benchmarks.cider_reference import doc_freq_as_ngrams, ids_to_string, reference_cider_d
 from captioners.prepro import Labels, prepro, read_labels
+from rl.ngrams import decode_key
 from rl.cider import (
     CiderReward,
     DocFreq,
     build_doc_freq,
     with_end_token,
     cider_d,
-    decode_key,
-    doc_freq_as_ngrams,
-    ids_to_string,
     load_or_build_doc_freq,
     ngram_table,
-    reference_cider_d,
 )
 
 

@@ -30,7 +30,7 @@ from PIL import Image, ImageDraw
 from tqdm import tqdm
 
 from capdata.records import MPII_JOINTS
-from capdata.synthetic import (
+from capdata.synthetic.drawing import (
     SUPERSAMPLE,
     check_args,
     downsample,

@@ -42,7 +42,7 @@ from PIL import Image, ImageDraw
 from tqdm import tqdm
 
 from capcore.errors import CapawareError
-from capdata.synthetic import (
+from capdata.synthetic.drawing import (
     SUPERSAMPLE,
     check_args,
     downsample,

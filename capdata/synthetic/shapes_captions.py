@@ -43,7 +43,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from capdata.synthetic import (
+from capdata.synthetic.drawing import (
     SUPERSAMPLE,
     check_args,
     downsample,
@@ -54,29 +54,23 @@ from capdata.synthetic import (
     value_noise,
     write_json,
 )
+from capdata.synthetic.lexicon import (
+    BACKGROUND_WORDS,
+    COLOUR_WORDS,
+    COUNT_WORDS,
+    GENERIC_NOUNS,
+    SHAPE_WORDS,
+    SIZE_WORDS,
+)
+from capdata.synthetic.word_vectors import write_word_vectors
 
 SHAPES = ("circle", "square", "triangle", "star", "cross", "hexagon")
-SHAPE_WORDS = {
-    "circle": (("circle", "circles"), ("disc", "discs")),
-    "square": (("square", "squares"), ("box", "boxes")),
-    "triangle": (("triangle", "triangles"),),
-    "star": (("star", "stars"),),
-    "cross": (("cross", "crosses"), ("plus sign", "plus signs")),
-    "hexagon": (("hexagon", "hexagons"),),
-}
-"""(singular, plural) synonyms per shape."""
 COLOURS = {"red": (220, 40, 40), "green": (40, 165, 60), "blue": (40, 80, 225), "yellow": (240, 210, 40),
            "purple": (140, 60, 185), "orange": (245, 140, 30)}
-COLOUR_WORDS = {"red": ("red",), "green": ("green",), "blue": ("blue",), "yellow": ("yellow",),
-                "purple": ("purple", "violet"), "orange": ("orange",)}
 SIZES = {"small": 0.085, "large": 0.15}
 """Object radius as a fraction of the image side."""
-SIZE_WORDS = {"small": ("small", "little", "tiny"), "large": ("large", "big")}
 BACKGROUNDS = {"white": (238, 238, 232), "black": (24, 24, 28), "grey": (128, 128, 128), "beige": (222, 205, 168)}
-BACKGROUND_WORDS = {"white": ("white",), "black": ("black", "dark"), "grey": ("grey", "gray"),
-                    "beige": ("beige", "cream")}
-COUNT_WORDS = {1: ("a", "one", "a single"), 2: ("two", "a pair of"), 3: ("three",), 4: ("four",)}
-GENERIC_NOUNS = (("shape", "shapes"), ("object", "objects"))
+# the words for each of these: lexicon.py (SHAPE_WORDS, COLOUR_WORDS, SIZE_WORDS, BACKGROUND_WORDS, ...)
 RESTVAL_FRACTION = 0.25
 N_CAPTIONS = 5
 VECTORS_FILE = "vectors.txt"
@@ -390,9 +384,6 @@ def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None =
                        "categories": sorted({o["shape"] for o in scene["objects"]}),
                        "attributes": scene_attributes(scene), "width": size, "height": size,
                        "objects": scene_objects(scene)})
-    # imported here, not at the top: word_vectors reads this module's word tables
-    from capdata.synthetic.word_vectors import write_word_vectors
-
     write_word_vectors(out / VECTORS_FILE)  # before the json: the annotation file is written last
     path = out / "dataset_coco.json"
     write_json(path, {"images": images, "dataset": "coco"})

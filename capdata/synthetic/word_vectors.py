@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from capdata.synthetic import write_bytes
-from capdata.synthetic.shapes_captions import (
+from capdata.synthetic.drawing import write_bytes
+from capdata.synthetic.lexicon import (
     BACKGROUND_WORDS,
     COLOUR_WORDS,
     COUNT_WORDS,
