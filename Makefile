@@ -24,10 +24,10 @@ test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
-# configs/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 (README).
+# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 (README).
 STUDY_RUN ?= runs/study
 study: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/pipeline_study.yaml $(STUDY_RUN) 0 1 2
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
 
 # Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).

@@ -2,7 +2,7 @@
 
 ``python benchmarks/bench_captioners.py [--steps 3] [--threads 2] [--decode-images 32] [--vocab 9487]``
 
-Models are built from ``configs/coco_att2all2.yaml`` (batch 16, LSTM 512) and ``configs/coco_topdown.yaml``
+Models are built from ``configs/paper/coco_att2all2.yaml`` (batch 16, LSTM 512) and ``configs/paper/coco_topdown.yaml``
 (batch 32, LSTMs 1024), on random ResNet-101-shaped features (196 regions x 2048, fc 2048) held in
 memory, so the numbers are the model's own (no HDF5 reads). Captions: 5 per image, random words,
 8-16 long (COCO's mean is ~10); the vocabulary is Karpathy COCO's at threshold 5 (9,487 words).
@@ -36,7 +36,7 @@ from captioners.config import load_captioner_config  # noqa: E402
 from captioners.decoding import beam_search, greedy  # noqa: E402
 from captioners.model import Captioner, xe_loss  # noqa: E402
 
-MODELS = {"att2all2": "configs/coco_att2all2.yaml", "topdown": "configs/coco_topdown.yaml"}
+MODELS = {"att2all2": "configs/paper/coco_att2all2.yaml", "topdown": "configs/paper/coco_topdown.yaml"}
 
 
 def rss_mib() -> float:

@@ -134,7 +134,7 @@ def main() -> None:
             over = {"backbone.checkpoint": ckpt, "images.karpathy": json_path, "out": tmp / f"{name}.h5",
                     "input.size": args.size, "att_size": att_size, "batch_size": args.batch,
                     "num_workers": args.workers, "device": "cpu", **kw}
-            cfg = load_features_config(ROOT / "configs/demo_features_img.yaml", [f"{k}={v}" for k, v in over.items()])
+            cfg = load_features_config(ROOT / "configs/demo/demo_features_img.yaml", [f"{k}={v}" for k, v in over.items()])
             return lambda: dump(cfg, "bench", force=True, progress=False)
 
         def baseline():
@@ -208,7 +208,7 @@ def main() -> None:
               f"att {args.mem_att}x{args.mem_att}x512 float16 = {per_image:.1f} MiB per image)")
         env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(args.threads))
         for n in (args.mem_n, 4 * args.mem_n):
-            cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo_features_img.yaml"),
+            cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
                    f"backbone.checkpoint={ckpt}", f"images.karpathy={subset_json(full_json, full_json.parent / f'm{n}.json', n)}",
                    f"out={tmp / f'mem{n}.h5'}", f"input.size={args.mem_size}", f"att_size={args.mem_att}",
                    f"batch_size={args.batch}", f"num_workers={args.workers}", "device=cpu"]

@@ -7,14 +7,14 @@ Measured, on random inputs of the paper's shapes, with capaware's own modules:
 * stage one: ``embedder.model`` trunk + head, one training step (trunk under autocast as in
   ``embedder.train.TrunkHead``, a squared-norm loss standing in for the log-ratio loss, whose cost is
   negligible beside the trunk; backward; the paper config's optimizer) at 224 px: ResNet-34 with a
-  128-D head and batch 150 (pose, layout: ``configs/mpii_pose_study.yaml``), ResNet-101 with a 1024-D
-  head and batch 50 (caption: ``configs/coco_caption.yaml``). bfloat16 autocast + channels_last, what
+  128-D head and batch 150 (pose, layout: ``configs/paper/mpii_pose_study.yaml``), ResNet-101 with a 1024-D
+  head and batch 50 (caption: ``configs/paper/coco_caption.yaml``). bfloat16 autocast + channels_last, what
   ``precision: auto`` runs on such a GPU, against float32 in torch's default layout (cuDNN's TF32
   convolutions, torch's default), the strongest float32 a user would run without changing settings;
 * features: the ResNet-101 trunk's forward at 448 px (a 14 x 14 grid), batch 32, bfloat16 autocast,
   under ``torch.inference_mode`` (the GPU's part of ``feature_extract``: decoding and HDF5 writing are
   CPU work and not timed here);
-* captioners: one XE training step of Att2all2 and Top-Down at ``configs/coco_*.yaml``'s sizes (196
+* captioners: one XE training step of Att2all2 and Top-Down at ``configs/paper/coco_*.yaml``'s sizes (196
   regions x 2048, COCO's 9,487 words, 5 captions per image, 16 words), bfloat16 autocast as
   ``captioners.train`` runs it.
 
@@ -100,7 +100,7 @@ def feature_forward(batch: int, size: int, dtype):
 
 def captioner_step(core: str, dtype, max_batch: int):
     dev = DEVICE
-    cfg = load_captioner_config(ROOT / f"configs/coco_{core}.yaml")
+    cfg = load_captioner_config(ROOT / f"configs/paper/coco_{core}.yaml")
     m, t = cfg.model, cfg.train
     torch.manual_seed(0)
     model = Captioner(core, COCO_WORDS, 2048, 2048, m.input_encoding_size, m.rnn_size, m.att_hid_size,

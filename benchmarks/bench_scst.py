@@ -50,8 +50,8 @@ from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
 
 MODELS = {  # (core, rnn, encoding, att_hid, regions, channels)
-    "demo": ("att2all2", 128, 64, 64, 49, 512),  # configs/demo_att2all2.yaml on resnet18 7 x 7 features
-    "paper": ("att2all2", 512, 512, 512, 196, 2048),  # configs/coco_att2all2.yaml on ResNet-101 14 x 14
+    "demo": ("att2all2", 128, 64, 64, 49, 512),  # configs/demo/demo_att2all2.yaml on resnet18 7 x 7 features
+    "paper": ("att2all2", 512, 512, 512, 196, 2048),  # configs/paper/coco_att2all2.yaml on ResNet-101 14 x 14
 }
 
 

@@ -3,7 +3,7 @@ against the paper's one.
 
 ``python benchmarks/bench_stage1_overhead.py [--threads 2] [--part overhead anchors] [--run DIR]``
 
-Both parts run on the demo's pose track (``configs/demo_pose.yaml``: the synthetic pose set, generated
+Both parts run on the demo's pose track (``configs/demo/demo_pose.yaml``: the synthetic pose set, generated
 into ``--run`` when missing; ResNet-18 at 64 px, batch 96, bfloat16 autocast, channels_last, SGD) with
 its log-ratio + dense row.
 
@@ -53,7 +53,7 @@ from embedder.study import embed, oracle  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402
 from embedder.train import memory_format, train_method  # noqa: E402
 
-CONFIG = ROOT / "configs" / "demo_pose.yaml"
+CONFIG = ROOT / "configs" / "demo" / "demo_pose.yaml"
 
 
 def pose_config(run: Path, overrides: list[str] = ()):

@@ -6,7 +6,7 @@ One step of ``embedder.model``'s resnet18 + 128-D head (forward with the trunk a
 ``embedder.train.TrunkHead``, a squared-norm loss, backward, SGD with momentum) on random images of the
 demo's sizes: 64 px (pose) and 32 px (layout), under bfloat16 autocast and in float32, in channels_last
 and in the default layout. Median (min) of ``--repeats`` steps, the variants timed in alternation.
-``embedder.train.memory_format`` and ``configs/demo_layout.yaml`` (float32) follow its numbers.
+``embedder.train.memory_format`` and ``configs/demo/demo_layout.yaml`` (float32) follow its numbers.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ timeout 150 python benchmarks/bench_gpu.py --json "$out/bench_gpu.json" 2>&1 | t
 left=$((budget - ($(date +%s) - start) - 25))
 run=/tmp/demo_gpu
 t0=$(date +%s)
-timeout "$left" bash scripts/pipeline.sh configs/pipeline_demo.yaml --to rl --run "$run" 2>&1 | tee "$out/demo.txt"
+timeout "$left" bash scripts/pipeline.sh configs/demo/pipeline_demo.yaml --to rl --run "$run" 2>&1 | tee "$out/demo.txt"
 echo "demo exit ${PIPESTATUS[0]} after $(($(date +%s) - t0)) s (limit ${left} s)" | tee -a "$out/demo.txt"
 (cd "$run" && find . -type f -size -2M \( -name '*.log' -o -name '*.json' -o -name '*.md' -o -name '*.txt' \
   -o -name '*.yaml' -o -name '*.csv' -o -name '*.done' -o -name '*.part*' \) -print0 | tar czf "$out/demo_files.tgz" --null -T -)

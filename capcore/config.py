@@ -18,7 +18,7 @@ from capcore.errors import CapawareError
 def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
     """A YAML config with its ``defaults``: a list of files (relative to this one) merged first, in
     order, each with its own defaults; this file's keys then override theirs. So a variant is a base
-    plus the lines that differ (configs/demo_topdown.yaml is demo_att2all2.yaml plus five)."""
+    plus the lines that differ (configs/demo/demo_topdown.yaml is demo_att2all2.yaml plus five)."""
     path = Path(path)
     if not path.is_file():
         raise CapawareError(path, "config file not found", "check the path (see configs/)")

@@ -152,7 +152,7 @@ class PretrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     lr_decay: str = "none"  # none (constant lr) | cosine: anneal to 0 at the last step. Tried for a shorter demo
-    # recipe: it did not bring the shapes within 4 epochs (configs/demo_caption.yaml), so no shipped config sets it
+    # recipe: it did not bring the shapes within 4 epochs (configs/demo/demo_caption.yaml), so no shipped config sets it
     precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk (as train.precision)
     augment: bool = False  # random flips and quarter turns (the targets do not change under them)
     crop: Optional[int] = None  # train on object-centred crops of this many input pixels (embedder.pretrain.Views)

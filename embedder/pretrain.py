@@ -21,7 +21,7 @@ can show, so ``pretrain.targets`` names it:
 
 Held-out accuracy is reported per group (``kind`` for identity). Same checkpoint layout as stage one
 (``trunk.*`` weights), so ``model.init=<path>`` and feature extraction load it.
-``python -m embedder.pretrain --config configs/demo_caption.yaml [pretrain.targets=attributes]``
+``python -m embedder.pretrain --config configs/demo/demo_caption.yaml [pretrain.targets=attributes]``
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A retrieval study: ``python -m embedder.study --config configs/demo_pose.yaml``.
+"""A retrieval study: ``python -m embedder.study --config configs/demo/demo_pose.yaml``.
 
 Trains every method of the config, embeds the query and database splits, and writes one retrieval
 file per row (Oracle, Untrained, each method) that ``embedder.retrieval_report`` turns into tables and

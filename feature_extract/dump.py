@@ -1,6 +1,6 @@
 """Dump att/fc features of every listed image to ``feats.h5``: batched, streaming, resumable.
 
-``python -m feature_extract --config configs/demo_features_img.yaml [--force] [--skip-bad] [k=v ...]``
+``python -m feature_extract --config configs/demo/demo_features_img.yaml [--force] [--skip-bad] [k=v ...]``
 
 Each batch is pooled and written as soon as it leaves the network, then ``n_done`` is advanced: memory
 does not grow with N, and a rerun after a kill continues from the last flushed batch.

@@ -2,5 +2,5 @@
 
 ``rl.cider`` (the reward: pycocoevalcap's CIDEr-D on token ids with training-set document
 frequencies, vectorised), ``rl.scst`` (sampling with gradients, baselines, loss), ``rl.train`` (the
-loop: ``python -m rl.train --config configs/demo_att2all2_scst.yaml``), ``rl.config``.
+loop: ``python -m rl.train --config configs/demo/demo_att2all2_scst.yaml``), ``rl.config``.
 """

@@ -3,7 +3,7 @@
 # -> rl (SCST) -> scores (Table 1) -> report (static HTML).
 #
 # Usage: scripts/pipeline.sh CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]
-#   CONFIG   a pipeline config (configs/pipeline_demo.yaml, configs/pipeline_paper.yaml)
+#   CONFIG   a pipeline config (configs/demo/pipeline_demo.yaml, configs/paper/pipeline_paper.yaml)
 #   --from/--to  run only the stages in this range (names above)
 #   --force  delete the outputs of the stages in range and run them again
 #   --run    the run folder (default: run_dir of CONFIG); every output of the run lives under it

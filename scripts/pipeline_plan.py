@@ -1,6 +1,6 @@
 """What scripts/pipeline.sh runs: ``python scripts/pipeline_plan.py CONFIG [--run DIR] ACTION [STAGE]``.
 
-A pipeline config (``configs/pipeline_*.yaml``) lists the stage configs of one run; this script turns
+A pipeline config (``configs/*/pipeline_*.yaml``) lists the stage configs of one run; this script turns
 it into the shell commands of each stage, the outputs a stage owns (for ``--force``) and a fingerprint
 of everything a stage's result depends on (its commands, the bytes of its config files, and the
 fingerprint of the stage before it), so the shell script stays a plain loop. Actions:
@@ -54,7 +54,7 @@ class PipelineConfig:
 
 def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
     if not Path(path).is_file():
-        raise CapawareError(path, "pipeline config not found", "pass one of configs/pipeline_*.yaml")
+        raise CapawareError(path, "pipeline config not found", "pass one of configs/*/pipeline_*.yaml")
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), OmegaConf.load(path))
     except OmegaConfBaseException as err:

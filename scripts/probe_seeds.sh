@@ -3,7 +3,7 @@
 # about each caption attribute group. Needs a finished demo run (its data):
 #   scripts/probe_seeds.sh RUN SEED...        e.g. scripts/probe_seeds.sh runs/demo 0 1 2
 # For each pretrain.targets (identity, attributes) and seed, one replicate under RUN/probe/<targets>/s<seed>/:
-# class pretraining and the log-ratio + dense stage-one row with that seed (configs/probe_caption.yaml), then
+# class pretraining and the log-ratio + dense stage-one row with that seed (configs/controls/probe_caption.yaml), then
 # stage two's pooled features of both trunks. The two targets run side by side, one core each. Then eval.probe
 # fits the probes and writes RUN/results/probe/probe.{md,json}.
 set -euo pipefail
@@ -21,12 +21,12 @@ replicate() {  # targets seed
   local out="$run/probe/$1/s$2"
   mkdir -p "$out"
   [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] && cp "$run/caption/labels.h5" "$out/"  # same labels: reused when they match
-  python -m embedder.study --config configs/probe_caption.yaml --results "$out/results" run_dir="$run" \
+  python -m embedder.study --config configs/controls/probe_caption.yaml --results "$out/results" run_dir="$run" \
     seed="$2" pretrain.targets="$1" out_dir="$out"
   for set in img cap; do
     ckpt="$out/class_pretrained/model.pt"
     [[ $set == cap ]] && ckpt="$out/methods/l_log_ratio_m_dense/model.pt"
-    python -m feature_extract --config configs/demo_features_img.yaml --verify run_dir="$run" out="$out/$set.h5" \
+    python -m feature_extract --config configs/demo/demo_features_img.yaml --verify run_dir="$run" out="$out/$set.h5" \
       backbone.checkpoint="$ckpt"
   done
 }

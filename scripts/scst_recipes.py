@@ -93,7 +93,7 @@ def run_jobs(jobs: list[tuple[str, Path]], lanes: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", help="pipeline config (e.g. configs/pipeline_demo.yaml)")
+    parser.add_argument("config", help="pipeline config (e.g. configs/demo/pipeline_demo.yaml)")
     parser.add_argument("run", help="its finished run folder (e.g. runs/demo)")
     parser.add_argument("seeds", nargs="+", type=int)
     parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Table 1 over captioner training seeds, on the features of a finished pipeline run:
 #   scripts/table1_seeds.sh PIPELINE_CONFIG RUN SEED... [--machine "text"]
-#   e.g. scripts/table1_seeds.sh configs/pipeline_demo.yaml runs/demo 0 1 2 --machine "2-core Xeon, CPU"
+#   e.g. scripts/table1_seeds.sh configs/demo/pipeline_demo.yaml runs/demo 0 1 2 --machine "2-core Xeon, CPU"
 # For every seed, every XE config x feature set of the pipeline config is trained (then SCST from it) and
 # scored exactly as the pipeline's captioners/rl stages do; seed 0 is the pipeline's own run (reused
 # when it is finished), other seeds write under RUN/seeds/s<seed>/. Stage one and the features stay

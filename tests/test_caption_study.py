@@ -13,7 +13,7 @@ from embedder.study import run_study
 
 
 def tiny_cfg(tmp, *extra):
-    return load_config("configs/demo_caption.yaml", [
+    return load_config("configs/demo/demo_caption.yaml", [
         f"data.root={tmp / 'captions'}", f"out_dir={tmp / 'run'}", "data.input_size=32",
         "data.synthetic.n_train=64", "data.synthetic.n_test=16", "data.synthetic.size=64",
         "captions.w2v_dim=16", "captions.w2v_epochs=2", "graph.m=6", "graph.workers=1", "train.positives=4",

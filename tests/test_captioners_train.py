@@ -45,7 +45,7 @@ def overrides(tiny, out: Path, *extra: str) -> list[str]:
 @pytest.mark.parametrize("core", ["att2all2", "topdown"])
 def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     root, json_path, _ = tiny
-    cfg = load_captioner_config(ROOT / f"configs/demo_{core}.yaml", overrides(tiny, tmp_path / "run"))
+    cfg = load_captioner_config(ROOT / f"configs/demo/demo_{core}.yaml", overrides(tiny, tmp_path / "run"))
     best = train(cfg, progress=False)
     last = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
     assert last["done"] and last["step"] == 8  # 16 train images / batch 4 x 2 epochs
@@ -90,20 +90,20 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
 
 def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
     common = overrides(tiny, tmp_path / "full")
-    train(load_captioner_config(ROOT / "configs/demo_topdown.yaml", common), progress=False)
+    train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", common), progress=False)
 
     killed = overrides(tiny, tmp_path / "killed")
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo_topdown.yaml", *killed,
+    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo/demo_topdown.yaml", *killed,
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
     state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
     assert state["step"] == 2 and not state["done"]  # last checkpoint before the kill (ckpt_every=2): step 3 lost
 
-    cfg = load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed + ["train.stop_after_steps=5"])
+    cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed + ["train.stop_after_steps=5"])
     with pytest.raises(StopRequested):  # killed again, now in the second epoch
         train(cfg, progress=False)
-    train(load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed), progress=False)
+    train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed), progress=False)
 
     for name in ("last.pt", "best.pt"):
         a = torch.load(tmp_path / "full" / name, weights_only=True)
@@ -115,27 +115,27 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
     h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
     assert [h["cider_d"] for h in h_full] == [h["cider_d"] for h in h_killed]
 
-    other = load_captioner_config(ROOT / "configs/demo_topdown.yaml", killed + ["train.lr=1e-3"])
+    other = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed + ["train.lr=1e-3"])
     with pytest.raises(CapawareError, match="another config"):
         train(other, progress=False)
 
 
 def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(CapawareError, match="nonsense"):
-        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["train.nonsense=1"])
+        load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", ["train.nonsense=1"])
     with pytest.raises(CapawareError, match="model.core"):
-        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["model.core=lstm"])
-    for name in ("coco_att2all2", "coco_topdown", "demo_att2all2", "demo_topdown"):
+        load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", ["model.core=lstm"])
+    for name in ("paper/coco_att2all2", "paper/coco_topdown", "demo/demo_att2all2", "demo/demo_topdown"):
         cfg = load_captioner_config(ROOT / f"configs/{name}.yaml")
-        assert cfg.name == name
-    coco = load_captioner_config(ROOT / "configs/coco_topdown.yaml")
+        assert cfg.name == Path(name).name
+    coco = load_captioner_config(ROOT / "configs/paper/coco_topdown.yaml")
     assert (coco.train.batch_size, coco.model.rnn_size, coco.train.lr, coco.train.epochs) == (32, 1024, 5e-4, 20)
 
 
 def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     args = overrides(tiny, tmp_path / "run") + [f"data.features={tmp_path / 'nope.h5'}"]
-    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo_att2all2.yaml", *args],
+    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo/demo_att2all2.yaml", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "features file not found" in proc.stderr and "Traceback" not in proc.stderr
@@ -152,11 +152,11 @@ def test_plateaued_counts_validations_since_the_best():
 
 def test_patience_stops_once_val_cider_stops_rising(tiny, tmp_path):
     # lr 0: every validation scores the same, so the first is the best and the next one is no new best
-    cfg = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", overrides(
+    cfg = load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", overrides(
         tiny, tmp_path / "run", "train.epochs=6", "train.patience=1", "train.lr=0.0"))
     train(cfg, progress=False)
     last = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert [h["epoch"] for h in history] == [1, 2] and last["done"] and last["step"] == 8  # not 24
     with pytest.raises(CapawareError, match="train.patience"):
-        load_captioner_config(ROOT / "configs/demo_att2all2.yaml", ["train.patience=0"])
+        load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", ["train.patience=0"])

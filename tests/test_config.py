@@ -31,8 +31,8 @@ def test_missing_file():
 
 
 def test_overrides_apply_and_change_the_hash():
-    base = load_config("configs/demo_pose.yaml")
-    other = load_config("configs/demo_pose.yaml", ["train.lr=0.5"])
+    base = load_config("configs/demo/demo_pose.yaml")
+    other = load_config("configs/demo/demo_pose.yaml", ["train.lr=0.5"])
     assert other.train.lr == 0.5 and base.train.lr != 0.5
     assert config_hash(base) != config_hash(other)
     assert [m.loss for m in base.methods] == ["log_ratio", "triplet", "triplet", "margin"]
@@ -40,6 +40,7 @@ def test_overrides_apply_and_change_the_hash():
 
 def loader_of(name: str):
     """Each shipped config's own validator, by the stage its name says (every file must have one)."""
+    name = Path(name).name  # "demo/demo_pose" -> "demo_pose"
     from captioners.config import load_captioner_config
     from feature_extract.config import load_features_config
     from rl.config import load_scst_config
@@ -56,7 +57,7 @@ def loader_of(name: str):
     return load_config
 
 
-SHIPPED = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+SHIPPED = sorted(str(p.relative_to(ROOT / "configs").with_suffix("")) for p in (ROOT / "configs").rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -64,7 +65,7 @@ def test_every_shipped_config_passes_its_own_validator(name):
     path = ROOT / "configs" / f"{name}.yaml"
     own = loader_of(name)
     result = own(path)
-    if name.startswith("pipeline_"):  # every stage config it names, with the pipeline's overrides
+    if Path(name).name.startswith("pipeline_"):  # every stage config it names, with the pipeline's overrides
         assert result.returncode == 0 and "stage configs (with their overrides) valid" in result.stdout, result.stderr
         assert int(result.stdout.split()[0]) >= 2
         return
@@ -78,15 +79,26 @@ def test_every_shipped_config_passes_its_own_validator(name):
     assert accepted == [own], (name, accepted)
 
 
+def test_configs_live_in_one_folder_per_use():
+    """configs/ has a folder per use, each named in configs/README.md; no YAML lies at its top level."""
+    folders = {"demo", "study", "paper", "sweeps", "controls"}
+    assert not list((ROOT / "configs").glob("*.y*ml"))
+    assert {str(Path(n).parent) for n in SHIPPED} == folders
+    stems = [Path(n).name for n in SHIPPED]  # scripts and run folders name a config by its stem
+    assert len(stems) == len(set(stems))
+    readme = (ROOT / "configs/README.md").read_text()
+    assert all(f"`{f}/`" in readme for f in folders)
+
+
 def test_a_bad_value_stops_at_load_naming_key_file_and_choices(tmp_path):
     for override, key in (("method.loss=logratio", "method.loss"), ("train.optimizer=adamw", "train.optimizer"),
                           ("model.arch=resnet152", "model.arch"), ("data.format=lsun", "data.format"),
                           ("train.k=200", "train.k")):
         with pytest.raises(CapawareError) as err:
-            load_config("configs/demo_pose.yaml", [override])
-        assert key in str(err.value) and "configs/demo_pose.yaml" in str(err.value), (override, str(err.value))
+            load_config("configs/demo/demo_pose.yaml", [override])
+        assert key in str(err.value) and "configs/demo/demo_pose.yaml" in str(err.value), (override, str(err.value))
     bad = tmp_path / "bad.yaml"
-    bad.write_text(f"defaults: [{ROOT / 'configs/demo_pose.yaml'}]\n"
+    bad.write_text(f"defaults: [{ROOT / 'configs/demo/demo_pose.yaml'}]\n"
                    "methods: [{name: a, loss: triplet, lr: 0.1}, {name: b, loss: logratio, lr: -1}]\n")
     with pytest.raises(CapawareError, match=r"methods\[1\].loss: unknown value 'logratio' \(and 1 more\).*"
                                             "use one of log_ratio, triplet, margin"):
@@ -96,8 +108,8 @@ def test_a_bad_value_stops_at_load_naming_key_file_and_choices(tmp_path):
 def test_defaults_compose_a_variant_from_its_base(tmp_path):
     from captioners.config import load_captioner_config
 
-    base = OmegaConf.to_container(load_captioner_config(ROOT / "configs/demo_att2all2.yaml"))
-    variant = OmegaConf.to_container(load_captioner_config(ROOT / "configs/demo_topdown.yaml"))
+    base = OmegaConf.to_container(load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml"))
+    variant = OmegaConf.to_container(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml"))
     differ = {(k, sub) for k in base for sub in (base[k] if isinstance(base[k], dict) else [None])
               if (base[k][sub] if sub else base[k]) != (variant[k][sub] if sub else variant[k])}
     assert differ == {("name", None), ("out_dir", None), ("model", "core")}
@@ -128,7 +140,7 @@ def test_method_rows_are_named_once_and_expanded_at_load(tmp_path):
     path.write_text('methods:\n  - {row: "L(Triplet)+M(Nothing)"}\n')
     with pytest.raises(CapawareError, match="unknown row"):
         load_config(path)
-    for config in sorted((Path(__file__).parents[1] / "configs").glob("*.yaml")):  # the rows are written once
+    for config in sorted((Path(__file__).parents[1] / "configs").rglob("*.yaml")):  # the rows are written once
         raw = OmegaConf.load(config)
         for m in list(raw.get("methods") or []) + ([raw.method] if "method" in raw else []):
             assert "row" in m and "loss" not in m and "mining" not in m, f"{config.name}: {m}"

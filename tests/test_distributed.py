@@ -72,7 +72,7 @@ def assert_same_trajectory(one: dict[int, float], two: dict[int, float], steps: 
 
 
 def stage_one_args(data_root: Path, out: Path) -> list[str]:
-    return ["--config", "configs/demo_pose.yaml", f"data.root={data_root}", f"out_dir={out}",
+    return ["--config", "configs/demo/demo_pose.yaml", f"data.root={data_root}", f"out_dir={out}",
             "data.input_size=32", "data.synthetic.n_train=40", "data.synthetic.n_test=8", "data.synthetic.size=32",
             "train.batch_size=15", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3",
             "train.ckpt_every=2", "train.log_every=1", "graph.m=8", "train.positives=4", "eval.k=5",
@@ -138,14 +138,14 @@ def test_captioner_two_processes_match_one(captions, tmp_path):
     from captioners.train import StopRequested, train
 
     def config(out, *extra):
-        return load_captioner_config(ROOT / "configs/demo_topdown.yaml", captioner_args(captions, out) + list(extra))
+        return load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", captioner_args(captions, out) + list(extra))
 
     train(config(tmp_path / "one"), progress=False)
     with pytest.raises(StopRequested):  # killed in one process after step 3; last.pt holds step 2
         train(config(tmp_path / "two", "train.stop_after_steps=3"), progress=False)
     spy = tmp_path / "spy"
     run = torchrun(tmp_path, "captioners.train",
-                   ["--config", "configs/demo_topdown.yaml", *captioner_args(captions, tmp_path / "two")], spy)
+                   ["--config", "configs/demo/demo_topdown.yaml", *captioner_args(captions, tmp_path / "two")], spy)
     assert run.returncode == 0, run.stderr[-3000:]
     # 16 images in batches of 5: 4 steps an epoch, the last batch one image (rank 1: a stand-in)
     rel = assert_same_trajectory(tb_values(tmp_path / "one" / "tb", "train/loss"),
@@ -173,7 +173,7 @@ def test_scst_two_processes_match_one(captions, tmp_path):
     from rl.train import StopRequested
     from rl.train import train as rl_train
 
-    xe = xe_train(load_captioner_config(ROOT / "configs/demo_topdown.yaml",
+    xe = xe_train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml",
                                         captioner_args(captions, tmp_path / "xe") + ["train.epochs=1"]), progress=False)
     root, json_path, feats = captions
     args = [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
@@ -182,14 +182,14 @@ def test_scst_two_processes_match_one(captions, tmp_path):
             "train.precision=float32"]
 
     def config(out, *extra):
-        return load_scst_config(ROOT / "configs/demo_topdown_scst.yaml", args + [f"out_dir={out}", *extra])
+        return load_scst_config(ROOT / "configs/demo/demo_topdown_scst.yaml", args + [f"out_dir={out}", *extra])
 
     assert config(tmp_path).train.xe_weight > 0 and config(tmp_path).train.baseline == "mean"
     rl_train(config(tmp_path / "one"), progress=False)
     with pytest.raises(StopRequested):
         rl_train(config(tmp_path / "two", "train.stop_after_steps=3"), progress=False)
     spy = tmp_path / "spy"
-    run = torchrun(tmp_path, "rl.train", ["--config", "configs/demo_topdown_scst.yaml", *args,
+    run = torchrun(tmp_path, "rl.train", ["--config", "configs/demo/demo_topdown_scst.yaml", *args,
                                           f"out_dir={tmp_path / 'two'}"], spy)
     assert run.returncode == 0, run.stderr[-3000:]
     rel = {tag: assert_same_trajectory(tb_values(tmp_path / "one" / "tb", tag), tb_values(tmp_path / "two" / "tb", tag),
@@ -211,11 +211,11 @@ def test_captioner_configs_reject_an_unknown_precision():
     from captioners.config import load_captioner_config
     from rl.config import load_scst_config
 
-    assert load_captioner_config(ROOT / "configs/demo_topdown.yaml").train.precision == "auto"
+    assert load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml").train.precision == "auto"
     with pytest.raises(CapawareError, match="train.precision"):
-        load_captioner_config(ROOT / "configs/demo_topdown.yaml", ["train.precision=half"])
+        load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", ["train.precision=half"])
     with pytest.raises(CapawareError, match="train.precision"):
-        load_scst_config(ROOT / "configs/demo_topdown_scst.yaml", ["train.precision=half"])
+        load_scst_config(ROOT / "configs/demo/demo_topdown_scst.yaml", ["train.precision=half"])
 
 
 def test_torchrun_process_takes_its_own_gpu(monkeypatch):

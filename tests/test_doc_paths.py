@@ -1,5 +1,5 @@
 """Every repository path that README.md and docs/ name exists: links, and file or folder names in code
-spans (``configs/demo_pose.yaml``, ``capdata/readers/*``, ``configs/coco_{att2all2,topdown}[_scst].yaml``).
+spans (``configs/demo/demo_pose.yaml``, ``capdata/readers/*``, ``configs/paper/coco_{att2all2,topdown}[_scst].yaml``).
 
 Run outputs (``runs/...``), module names (``eval.doctor``) and placeholders (``<name>``, ``$RUN``) are not
 repository paths and are skipped; a name whose first folder is not one of the repository's is too.
@@ -61,11 +61,11 @@ def test_every_path_a_page_names_exists(page):
 
 
 def test_the_checker_sees_spans_braces_options_and_line_references(tmp_path):
-    text = ("`capdata/readers/*` `configs/coco_{att2all2,topdown}[_scst].yaml` `rl/cider.py:40-52` "
+    text = ("`capdata/readers/*` `configs/paper/coco_{att2all2,topdown}[_scst].yaml` `rl/cider.py:40-52` "
             "`runs/demo/x.json` `eval.doctor` `bash scripts/pipeline.sh configs/nope.yaml run_dir=r`")
-    assert repo_paths(text) == {"capdata/readers/*", "configs/coco_{att2all2,topdown}[_scst].yaml", "rl/cider.py",
+    assert repo_paths(text) == {"capdata/readers/*", "configs/paper/coco_{att2all2,topdown}[_scst].yaml", "rl/cider.py",
                                 "scripts/pipeline.sh", "configs/nope.yaml"}
-    assert exists("configs/coco_{att2all2,topdown}[_scst].yaml", ROOT) and exists("capdata/readers/*", ROOT)
+    assert exists("configs/paper/coco_{att2all2,topdown}[_scst].yaml", ROOT) and exists("capdata/readers/*", ROOT)
     assert not exists("configs/nope.yaml", ROOT)
     assert sorted(expand("a{b,c}[d]")) == ["ab", "abd", "ac", "acd"]
     assert not list(itertools.chain.from_iterable(glob.glob(str(tmp_path / w)) for w in expand("x{y,z}")))

@@ -181,7 +181,7 @@ def test_killed_dump_resumes_to_the_uninterrupted_file(world, tmp_path):
     assert full["status"] == "written"
     # The kill needs its own process (os._exit); same thread count, so the same bits.
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(torch.get_num_threads()))
-    cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo_features_img.yaml"),
+    cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
            *overrides(world, tmp_path / "killed.h5", **kw), "stop_after_batches=1"]
     killed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert killed.returncode == 3, killed.stderr  # died mid-run: batch 1's rows written, not counted
@@ -206,10 +206,10 @@ def test_killed_dump_resumes_to_the_uninterrupted_file(world, tmp_path):
 def test_file_from_another_backbone_is_refused_on_resume(world, tmp_path, capsys):
     out = tmp_path / "f.h5"
     run_dump(world, out)
-    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    code, err = cli(["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
                      *overrides(world, out, backbone="cap")], capsys)
     one_line_error(code, err, str(out), "another backbone", "--force")
-    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    code, err = cli(["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
                      *overrides(world, out, att_size=1)], capsys)
     one_line_error(code, err, "another config", "att_size")
     run_dump(world, out, backbone="cap", force=True)
@@ -225,7 +225,7 @@ def test_file_from_another_backbone_is_refused_on_resume(world, tmp_path, capsys
 
 def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
     data = write_image_set(tmp_path / "data", n=5, corrupt=(3,))
-    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
             *overrides(world, tmp_path / "f.h5", **{"images.karpathy": data})]
     code, err = cli(args, capsys)
     one_line_error(code, err, "img_003.png", "cannot decode", "--skip-bad")
@@ -238,7 +238,7 @@ def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
     assert not att[3].any() and all(att[i].any() for i in (0, 1, 2, 4))
     assert verify(tmp_path / "f.h5", str(data)) == []
     first_bad = write_image_set(tmp_path / "data0", n=5, corrupt=(0,))  # the first batch fails: no empty file left
-    code, err = cli(["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    code, err = cli(["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
                      *overrides(world, tmp_path / "g.h5", **{"images.karpathy": first_bad})], capsys)
     one_line_error(code, err, "img_000.png", "cannot decode")
     assert not (tmp_path / "g.h5").exists()
@@ -290,7 +290,7 @@ def test_verify_reports_each_problem(world, tmp_path, capsys):
 
 
 def test_checkpoint_architecture_mismatch_is_a_clear_error(world, tmp_path, capsys):
-    args = ["--config", str(ROOT / "configs/demo_features_img.yaml")]
+    args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml")]
     code, err = cli(args + overrides(world, tmp_path / "a.h5", **{"backbone.arch": "resnet34"}), capsys)
     one_line_error(code, err, "checkpoint is a resnet18", "resnet34")
     lying = write_checkpoint(tmp_path / "lying.pt", claimed_arch="resnet34")
@@ -305,7 +305,7 @@ def test_imagenet_backbone_reads_local_weights_only(world, tmp_path, capsys, mon
     import torchvision
 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
-    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
             *overrides(world, tmp_path / "f.h5", **{"backbone.checkpoint": "imagenet", "backbone.arch": "resnet18"})]
     code, err = cli(args, capsys)
     one_line_error(code, err, "resnet18-f37072fd.pth", "never downloads")
@@ -326,8 +326,8 @@ def test_folder_source_takes_ids_from_file_names(tmp_path, world):
         assert feats.h5["image_file"].asstr()[()].tolist() == ["img_000.png", "img_001.png", "img_002.png"]
 
 
-@pytest.mark.parametrize("name", ["demo_features_img", "demo_features_cap", "coco_features_imagenet",
-                                  "coco_features_cap"])
+@pytest.mark.parametrize("name", ["demo/demo_features_img", "demo/demo_features_cap", "paper/coco_features_imagenet",
+                                  "paper/coco_features_cap"])
 def test_shipped_feature_configs_load(name):
     cfg = load_features_config(ROOT / "configs" / f"{name}.yaml")
     assert cfg.input.policy == "square" and cfg.input.size // 32 == cfg.att_size
@@ -384,7 +384,7 @@ def test_verify_cli_names_what_is_missing_in_one_line_never_a_traceback(world, t
 def test_first_image_corrupt_leaves_no_file_and_rerun_after_fixing_completes(world, tmp_path, capsys):
     data = write_image_set(tmp_path / "data", n=5, corrupt=(0,))
     out = tmp_path / "feats.h5"
-    args = ["--config", str(ROOT / "configs/demo_features_img.yaml"),
+    args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
             *overrides(world, out, **{"images.karpathy": data})]
     code, err = cli(args, capsys)
     one_line_error(code, err, "img_000.png", "cannot decode")
@@ -397,7 +397,7 @@ def test_first_image_corrupt_leaves_no_file_and_rerun_after_fixing_completes(wor
 
 def test_dump_killed_before_its_first_batch_is_only_a_partial_file_and_reruns(world, tmp_path):
     out, partial = tmp_path / "feats.h5", tmp_path / "feats.h5.partial"
-    args = ["--config", ROOT / "configs/demo_features_img.yaml", *overrides(world, out, batch_size=2)]
+    args = ["--config", ROOT / "configs/demo/demo_features_img.yaml", *overrides(world, out, batch_size=2)]
     killed = run_module("feature_extract", *args, "stop_after_batches=0")
     assert killed.returncode == 3, killed.stderr  # batch 0's rows written, n_done never advanced
     assert not out.exists() and partial.is_file()

@@ -14,13 +14,13 @@ from embedder.spaces import build_graph
 
 
 def pose_cfg(tmp, *extra, data="poses"):
-    return load_config("configs/demo_pose.yaml", [
+    return load_config("configs/demo/demo_pose.yaml", [
         f"data.root={tmp / data}", f"out_dir={tmp / 'run'}", "data.input_size=32", "data.synthetic.n_train=48",
         "data.synthetic.n_test=6", "data.synthetic.size=32", "graph.m=8", *extra])
 
 
 def caption_cfg(tmp, *extra):
-    return load_config("configs/demo_caption.yaml", [
+    return load_config("configs/demo/demo_caption.yaml", [
         f"data.root={tmp / 'captions'}", f"out_dir={tmp / 'run'}", "data.input_size=32",
         "data.synthetic.n_train=64", "data.synthetic.n_test=8", "data.synthetic.size=64",
         "captions.w2v_dim=16", "captions.w2v_epochs=2", "graph.m=6", "graph.workers=1", "graph.chunk=20", *extra])
@@ -92,7 +92,7 @@ def test_merge_refuses_missing_or_foreign_shards(pose, capsys):
     with h5py.File(tmp / "kept.h5", "a") as f:
         f.attrs["m"] = 7
     (tmp / "kept.h5").replace(folder / "shard_1_of_2.h5")
-    argv = ["merge", "--config", "configs/demo_pose.yaml", "--shards", "2", f"data.root={tmp / 'poses'}",
+    argv = ["merge", "--config", "configs/demo/demo_pose.yaml", "--shards", "2", f"data.root={tmp / 'poses'}",
                        f"out_dir={tmp / 'run'}", "data.input_size=32", "data.synthetic.n_train=48",
                        "data.synthetic.n_test=6", "data.synthetic.size=32", "graph.m=8"]
     with pytest.raises(SystemExit) as exit_:

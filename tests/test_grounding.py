@@ -58,7 +58,7 @@ def kind_set(root: Path, informative: bool, per_kind: int = 8, n_val: int = 1, n
 
 def trained(root: Path, informative: bool) -> Path:
     json_path, feats = kind_set(root / "data", informative)
-    cfg = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", [
+    cfg = load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", [
         f"data.json={json_path}", f"data.prepro_dir={root / 'data' / 'prep'}", "data.word_count_threshold=0",
         "data.max_length=8", f"data.features={feats}", f"out_dir={root / 'run'}", "model.rnn_size=32",
         "model.input_encoding_size=16", "model.att_hid_size=16", "model.drop_prob_lm=0.0", "train.batch_size=8",

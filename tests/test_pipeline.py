@@ -51,7 +51,7 @@ def table_rows(run: Path) -> list[dict]:
 
 def test_a_failed_stage_stops_with_one_line_naming_its_log(tmp_path):
     missing = tmp_path / "no_such_dataset"
-    bad = tiny_config(tmp_path, stage1=[f"configs/demo_caption.yaml data.synthetic=null data.root={missing}"])
+    bad = tiny_config(tmp_path, stage1=[f"configs/demo/demo_caption.yaml data.synthetic=null data.root={missing}"])
     out = pipeline(bad, tmp_path / "run")
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
@@ -62,7 +62,7 @@ def test_a_failed_stage_stops_with_one_line_naming_its_log(tmp_path):
 
 
 def test_a_bad_stage_config_is_refused_before_anything_runs(tmp_path):
-    bad = tiny_config(tmp_path, stage1=["configs/demo_caption.yaml train.epochs=oops"])
+    bad = tiny_config(tmp_path, stage1=["configs/demo/demo_caption.yaml train.epochs=oops"])
     out = pipeline(bad, tmp_path / "run")
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
     assert "train.epochs" in out.stderr and not (tmp_path / "run" / "logs" / "data.log").exists()

@@ -1,6 +1,6 @@
 """The paper pipeline's data stage on small fixtures of the three real releases (issue #14).
 
-``scripts/pipeline.sh configs/pipeline_paper.yaml --to data``, its stage configs pointed at fixtures
+``scripts/pipeline.sh configs/paper/pipeline_paper.yaml --to data``, its stage configs pointed at fixtures
 by overrides in a copy of the pipeline config: it must pass on good fixtures and stop in one line,
 naming the file, on each broken one.
 """
@@ -32,7 +32,7 @@ def fixtures(root: Path) -> dict[str, Path]:
 
 
 def paper_config(tmp: Path, data: dict[str, Path]) -> Path:
-    cfg = yaml.safe_load((REPO / "configs/pipeline_paper.yaml").read_text())
+    cfg = yaml.safe_load((REPO / "configs/paper/pipeline_paper.yaml").read_text())
     points = {"mpii": f"data.root={data['mpii']} data.image_root={data['mpii'] / 'images'} eval.n_queries=null",
               "lsun": f"data.root={data['lsun']}", "coco": f"data.root={data['coco']}"}
     cfg["stage1"] = [f"{REPO / e} {points[next(k for k in points if k in e or (k == 'coco' and 'caption' in e))]}"

@@ -122,7 +122,7 @@ def test_cosine_lr_decay_anneals_from_the_lr_to_zero_and_none_keeps_it():
 
 def test_an_unknown_pretrain_lr_decay_is_refused_in_one_line():
     with pytest.raises(CapawareError, match="pretrain.lr_decay"):
-        load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
+        load_config(str(ROOT / "configs/demo/demo_caption.yaml"), ["pretrain.lr_decay=linear"])
 
 
 def test_identity_crops_carry_one_kind_and_nothing_the_captions_say_beyond_it(tmp_path):
@@ -170,7 +170,7 @@ def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):
     from capcore.checkpoint import save_checkpoint
     from embedder.pretrain import pretrain
 
-    cfg = load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.targets=attributes"])
+    cfg = load_config(str(ROOT / "configs/demo/demo_caption.yaml"), ["pretrain.targets=attributes"])
     save_checkpoint({"model": {}, "fingerprint": "trained with identity targets"}, tmp_path / "model.pt")
     with pytest.raises(CapawareError, match="other pretrain settings"):
         pretrain(cfg, tmp_path, views=None, progress=False)
@@ -178,4 +178,4 @@ def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):
 
 def test_an_unknown_pretrain_target_is_refused_in_one_line():
     with pytest.raises(CapawareError, match="pretrain.targets"):
-        load_config(str(ROOT / "configs/demo_caption.yaml"), ["pretrain.targets=captions"])
+        load_config(str(ROOT / "configs/demo/demo_caption.yaml"), ["pretrain.targets=captions"])

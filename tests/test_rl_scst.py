@@ -64,7 +64,7 @@ def test_signature_round_trips_and_names_each_variant():
 
 
 def test_signature_of_a_config_follows_its_settings():
-    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["reward.eos=false", "train.baseline=greedy"])
+    cfg = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["reward.eos=false", "train.baseline=greedy"])
     sig = signature_of(cfg, "ab" * 32)
     assert (sig.eos, sig.baseline, sig.samples, sig.df) == (False, "greedy", 5, "train@abababab")
 
@@ -213,7 +213,7 @@ def xe_run(tmp_path_factory):
     json_path, feats = tiny_caption_set(root)
     data = [f"data.json={json_path}", f"data.prepro_dir={root / 'prep'}", "data.word_count_threshold=1",
             f"data.features={feats}", "val.batch_size=3"]
-    xe = load_captioner_config(ROOT / "configs/demo_att2all2.yaml", data + [
+    xe = load_captioner_config(ROOT / "configs/demo/demo_att2all2.yaml", data + [
         f"out_dir={root / 'xe'}", "model.rnn_size=16", "model.input_encoding_size=12", "model.att_hid_size=8",
         "model.drop_prob_lm=0.1", "train.batch_size=4", "train.epochs=1", "train.lr=5e-3"])
     best = xe_train(xe, progress=False)
@@ -231,7 +231,7 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
 
     _, _, xe_best = xe_run
     # val decoded greedily, as the XE run validated, so that epoch 0 repeats its val score
-    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+    cfg = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
                            rl_overrides(xe_run, tmp_path / "rl", "val.beam_size=1"))
     best = train(cfg, progress=False)
     history = json.loads((tmp_path / "rl" / "history.json").read_text())
@@ -281,19 +281,19 @@ def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(x
     real = rl_train.discriminativeness
     monkeypatch.setattr(rl_train, "discriminativeness", lambda caps, seen: {**real(caps, seen),
                                                                             "distinct_captions": next(distinct)})
-    cfg = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+    cfg = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
                            rl_overrides(xe_run, tmp_path / "g", "train.epochs=3", f"train.{guard}",
                                         "train.keep_bleu4=0" if "bleu" not in guard else "train.keep_distinct=0"))
     ckpt = torch.load(rl_train.train(cfg, progress=False), weights_only=True)
     assert (ckpt["epoch"], ckpt["val_cider"]) == (best_epoch, [0.5, 0.6, 0.7, 0.8][best_epoch])
     with pytest.raises(CapawareError, match="keep_distinct"):
-        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.keep_distinct=1.5"])
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["train.keep_distinct=1.5"])
 
 
 def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
     from rl.train import StopRequested, train
 
-    cfg_path = ROOT / "configs/demo_topdown_scst.yaml"  # a Top-Down config may start from any captioner's best.pt
+    cfg_path = ROOT / "configs/demo/demo_topdown_scst.yaml"  # a Top-Down config may start from any captioner's best.pt
     train(load_scst_config(cfg_path, rl_overrides(xe_run, tmp_path / "full")), progress=False)
 
     killed = rl_overrides(xe_run, tmp_path / "killed")
@@ -327,32 +327,33 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
 def test_config_checks_and_paper_settings(xe_run, tmp_path):
     from rl.train import train
 
-    for name in ("coco_att2all2_scst", "coco_topdown_scst", "demo_att2all2_scst", "demo_topdown_scst"):
-        cfg = load_scst_config(ROOT / f"configs/{name}.yaml")
+    for path in ("paper/coco_att2all2_scst", "paper/coco_topdown_scst", "demo/demo_att2all2_scst",
+                 "demo/demo_topdown_scst"):
+        cfg, name = load_scst_config(ROOT / f"configs/{path}.yaml"), Path(path).name
         assert cfg.name == name and cfg.reward.sigma == 6.0
         assert (cfg.train.baseline, cfg.train.sample_dropout) == (("greedy", True) if "coco" in name else ("mean", False))
-    coco = load_scst_config(ROOT / "configs/coco_topdown_scst.yaml", ["data.features=cap"])
+    coco = load_scst_config(ROOT / "configs/paper/coco_topdown_scst.yaml", ["data.features=cap"])
     assert (coco.train.batch_size, coco.train.lr, coco.train.epochs, coco.train.samples_per_image) == (32, 5e-4, 30, 5)
     assert coco.init == "runs/paper/captioners/cap_topdown/best.pt" and coco.out_dir.endswith("cap_topdown_scst")
     with pytest.raises(CapawareError, match="nonsense"):
-        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.nonsense=1"])
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["train.nonsense=1"])
     with pytest.raises(CapawareError, match="samples_per_image"):
-        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.baseline=mean", "train.samples_per_image=1"])
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["train.baseline=mean", "train.samples_per_image=1"])
     with pytest.raises(CapawareError, match="train.baseline"):
-        load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml", ["train.baseline=beam"])
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["train.baseline=beam"])
 
     _, data, _ = xe_run
     other = tmp_path / "other.h5"
     import shutil
     shutil.copy(data[3].split("=", 1)[1], other)
-    wrong = load_scst_config(ROOT / "configs/demo_att2all2_scst.yaml",
+    wrong = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
                              rl_overrides(xe_run, tmp_path / "w") + [f"data.features={other}"])
     with pytest.raises(CapawareError, match="trained on the features"):  # Img checkpoint, Cap features
         train(wrong, progress=False)
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     args = rl_overrides(xe_run, tmp_path / "m") + [f"init={tmp_path / 'nope.pt'}"]
-    proc = subprocess.run([sys.executable, "-m", "rl.train", "--config", "configs/demo_att2all2_scst.yaml", *args],
+    proc = subprocess.run([sys.executable, "-m", "rl.train", "--config", "configs/demo/demo_att2all2_scst.yaml", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "XE checkpoint not found" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -7,7 +7,7 @@ from scripts.stage1_seeds import comparison, seed_overrides
 
 
 def test_seed_zero_is_the_pipeline_run_and_others_write_apart(tmp_path):
-    cfg = load_config("configs/demo_pose.yaml", [f"run_dir={tmp_path}"])
+    cfg = load_config("configs/demo/demo_pose.yaml", [f"run_dir={tmp_path}"])
     extra, run = seed_overrides(cfg, str(tmp_path), 0)
     assert extra == [] and run.results_root == tmp_path / "results"
     extra, run = seed_overrides(cfg, str(tmp_path), 2)
@@ -16,7 +16,7 @@ def test_seed_zero_is_the_pipeline_run_and_others_write_apart(tmp_path):
 
 
 def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
-    cfg = load_config("configs/demo_caption.yaml", [f"run_dir={tmp_path}"])
+    cfg = load_config("configs/demo/demo_caption.yaml", [f"run_dir={tmp_path}"])
     with pytest.raises(CapawareError, match="run seed 0 first"):
         seed_overrides(cfg, str(tmp_path), 1)
     shared = tmp_path / "caption" / "class_pretrained" / "model.pt"
@@ -26,17 +26,17 @@ def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
 
 
 def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
-    args = comparison(load_config("configs/study_pose_dims.yaml", []))
+    args = comparison(load_config("configs/study/study_pose_dims.yaml", []))
     assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[-1] == "--matches"
     assert args[3:-1] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 128)]
-    assert comparison(load_config("configs/demo_pose.yaml", [])) == ["--reference", "L(Log-ratio)+M(Dense)"]
+    assert comparison(load_config("configs/demo/demo_pose.yaml", [])) == ["--reference", "L(Log-ratio)+M(Dense)"]
 
 
 def test_claims_name_the_figure_and_track():
     from scripts.stage1_seeds import claim
 
-    assert claim(load_config("configs/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
-    assert claim(load_config("configs/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
+    assert claim(load_config("configs/demo/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
+    assert claim(load_config("configs/study/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
 
 
 def test_verdict_rows_of_studies_not_rerun_are_kept(tmp_path):

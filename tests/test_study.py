@@ -13,7 +13,7 @@ from embedder.study import run_study
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("study")
-    cfg = load_config("configs/demo_pose.yaml", [
+    cfg = load_config("configs/demo/demo_pose.yaml", [
         f"data.root={tmp / 'poses'}", f"out_dir={tmp / 'run'}", "data.input_size=32",
         "data.synthetic.n_train=48", "data.synthetic.n_test=6", "data.synthetic.size=32",
         "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.1",

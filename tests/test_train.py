@@ -38,7 +38,7 @@ def data_root(tmp_path_factory):
 @pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
                                         ("log_ratio", ["train.head_warmup_steps=4"])])
 def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra):
-    common = ["-m", "embedder.train", "--config", "configs/demo_pose.yaml", f"method.loss={loss}",
+    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
               "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
     full = run(common + tiny_overrides(tmp_path, data_root, "full"))
     assert full.returncode == 0, full.stderr
@@ -60,7 +60,7 @@ def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root,
 
 
 def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root):
-    args = ["-m", "embedder.train", "--config", "configs/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
+    args = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
             "train.lr_end_fraction=0.25"]
     assert run(args).returncode == 0
     lr = tb_values(next((tmp_path / "run" / "methods").iterdir()) / "tb", "train/lr")  # lr of the step after
@@ -91,7 +91,7 @@ def pose_json_variant(tmp_path, data_root, mutate) -> Path:
 
 
 def train_on(tmp_path, root):
-    return run(["-m", "embedder.train", "--config", "configs/demo_pose.yaml"]
+    return run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml"]
                + tiny_overrides(tmp_path, root, "bad") + ["data.synthetic=null"])
 
 
@@ -122,5 +122,5 @@ def test_malformed_annotation_is_one_line(tmp_path, data_root):
 
 
 def test_unknown_config_key_is_one_line(tmp_path):
-    one_line_error(run(["-m", "embedder.train", "--config", "configs/demo_pose.yaml", "train.lrr=1"]),
+    one_line_error(run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "train.lrr=1"]),
                    "train.lrr")

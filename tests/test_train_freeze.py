@@ -25,7 +25,7 @@ def test_frozen_stages_keep_their_weights_and_statistics(tmp_path):
     from embedder.study import prepare_track
     from embedder.train import train_method
 
-    cfg = load_config("configs/demo_pose.yaml", [
+    cfg = load_config("configs/demo/demo_pose.yaml", [
         f"data.root={tmp_path / 'poses'}", f"out_dir={tmp_path / 'run'}", "data.input_size=32",
         "data.synthetic.n_train=40", "data.synthetic.n_test=6", "data.synthetic.size=32",
         "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.2",
