@@ -13,6 +13,7 @@ from typing import Optional
 from capcore.config import load_config
 from capcore.device import PRECISIONS
 from capcore.errors import CapawareError
+from capcore.fingerprint import bookkeeping
 
 
 @dataclass
@@ -24,8 +25,8 @@ class CapDataConfig:
     features: str = "img"  # a name under features_dir (img -> img.h5), or a path to a feats.h5
     features_dir: str = "runs/demo/features"
     seq_per_img: int = 5  # captions per image in a batch (sampled with replacement if an image has fewer)
-    in_memory: bool = True  # read the split's features into RAM once; else one HDF5 read per image
-    num_workers: int = 0  # DataLoader processes; each opens its own HDF5 handle once
+    in_memory: bool = bookkeeping(True)  # read the split's features into RAM once; else one HDF5 read per image
+    num_workers: int = bookkeeping(0)  # DataLoader processes; each opens its own HDF5 handle once
 
 
 @dataclass
@@ -58,9 +59,9 @@ class CapTrainConfig:
     label_smoothing: float = 0.0
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
-    ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
-    log_every: int = 25  # steps between TensorBoard scalars
-    stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
+    ckpt_every: int = bookkeeping(200)  # steps between resumable checkpoints (also at every epoch end)
+    log_every: int = bookkeeping(25)  # steps between TensorBoard scalars
+    stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
 
 
 @dataclass
@@ -68,17 +69,17 @@ class CapValConfig:
     split: str = "val"
     max_images: Optional[int] = None  # first N images of the split (deterministic); None: all
     beam_size: int = 1  # 1 = greedy (fast); the best checkpoint is chosen by CIDEr-D of these captions
-    batch_size: int = 100
+    batch_size: int = bookkeeping(100)
     every_epochs: int = 1
 
 
 @dataclass
 class CaptionerConfig:
-    name: str = "demo_att2all2"
+    name: str = bookkeeping("demo_att2all2")
     seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda
-    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
-    out_dir: str = "runs/demo/captioners/img_att2all2"
+    device: str = bookkeeping("auto")  # auto | cpu | cuda
+    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
+    out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2")
     data: CapDataConfig = field(default_factory=CapDataConfig)
     model: CapModelConfig = field(default_factory=CapModelConfig)
     train: CapTrainConfig = field(default_factory=CapTrainConfig)

@@ -25,6 +25,7 @@ from capcore import distributed
 from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
+from capcore.fingerprint import run_fingerprint
 from captioners.config import CaptionerConfig, features_path, load_captioner_config
 from captioners.data import CaptionDataset
 from captioners.model import Captioner, caption_mask, xe_loss
@@ -36,17 +37,12 @@ from captioners.trainer import (
     StepResult,
     StopRequested,
     fit,
-    run_fingerprint,
 )
 from captioners.validation import validation_refs
 
 __all__ = ["train", "StopRequested"]
 
 # config keys that say where or how often to write, not what the weights become
-NOT_IN_FINGERPRINT = {"train": ("stop_after_steps", "ckpt_every", "log_every"), "": ("out_dir", "name", "device"),
-                      "data": ("num_workers", "in_memory"), "val": ("batch_size",)}
-
-
 def ss_prob_at(t, epoch: int) -> float:
     if t.ss_start < 0 or epoch < t.ss_start:
         return 0.0
@@ -105,7 +101,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
               "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
               "config_hash": config_hash(cfg), "stage": "xe", "precision": precision,
-              "att_grid": list(info.grid), "fingerprint": run_fingerprint(cfg, NOT_IN_FINGERPRINT)}
+              "att_grid": list(info.grid), "fingerprint": run_fingerprint(cfg)}
     return fit(cfg, xe_recipe(cfg, model, device, dtype), model, train_set, val_set, refs, vocab,
                labels.max_length, shared, device, progress)
 

@@ -84,17 +84,6 @@ class Recipe:
     # own methods (sampling), and the gradients are averaged over processes after backward
 
 
-def run_fingerprint(cfg, drop: dict[str, tuple[str, ...]], extra: dict | None = None, resolve: bool = False) -> str:
-    """What determines the weights: the config minus the keys in ``drop`` ({section: keys}; "" is the
-    top level) that only say where or how often to write, plus ``extra``."""
-    c = OmegaConf.to_container(cfg, resolve=resolve)
-    for section, keys in drop.items():
-        for key in keys:
-            (c[section] if section else c).pop(key)
-    c.update(extra or {})
-    return config_hash(OmegaConf.create(c))
-
-
 def lr_at(t, epoch: int) -> float:
     if t.lr_decay_start < 0 or epoch < t.lr_decay_start:
         return t.lr

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
+from capcore.fingerprint import bookkeeping
 
 
 @dataclass
@@ -36,16 +37,16 @@ class DataConfig:
     input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
     layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)
     layout_labels: str = "auto"  # LSUN layout_seg ids: surfaces (relabelled copy) | regions (original) | auto
-    in_memory: bool = True  # decode every image once into RAM (small sets); else decode per batch
-    num_workers: int = 0
+    in_memory: bool = bookkeeping(True)  # decode every image once into RAM (small sets); else decode per batch
+    num_workers: int = bookkeeping(0)
     synthetic: Optional[SynthConfig] = None  # generate the embedded default if root is missing
 
 
 @dataclass
 class GraphConfig:
     m: int = 30  # neighbours kept per training image (>= binary positives and >= k)
-    workers: int = 2  # processes for the caption graph (pose/layout graphs are one matrix product)
-    chunk: int = 512  # query images per resumable chunk of the caption graph
+    workers: int = bookkeeping(2)  # processes for the caption graph (pose/layout graphs are one matrix product)
+    chunk: int = bookkeeping(512)  # query images per resumable chunk of the caption graph
 
 
 @dataclass
@@ -132,9 +133,9 @@ class TrainConfig:
     # native (GPUs, AVX-512 BF16 or AMX CPUs: capcore.cpu_isa), float32 elsewhere; head and loss stay float32
     batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of
     # the batch alone; sync uses SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN)
-    ckpt_every: int = 50  # steps between checkpoints (and at the end)
-    log_every: int = 10
-    stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
+    ckpt_every: int = bookkeeping(50)  # steps between checkpoints (and at the end)
+    log_every: int = bookkeeping(10)
+    stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
 
 
 PRETRAIN_TARGETS = ("identity", "identity_shape", "attributes")
@@ -158,7 +159,7 @@ class PretrainConfig:
     crop: Optional[int] = None  # train on object-centred crops of this many input pixels (embedder.pretrain.Views)
     data: Optional[DataConfig] = None  # a pretraining set of its own (ImageNet's part: larger than the caption
     # set, disjoint from it); null: the track's own training images. Its input size is the track's data.input_size
-    ckpt_every: int = 50
+    ckpt_every: int = bookkeeping(50)
 
 
 @dataclass
@@ -171,21 +172,21 @@ class EvalConfig:
 
 @dataclass
 class Stage1Config:
-    name: str = "demo_pose"
+    name: str = bookkeeping("demo_pose")
     seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda
-    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
-    out_dir: str = "runs/demo_pose"
+    device: str = bookkeeping("auto")  # auto | cpu | cuda
+    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
+    out_dir: str = bookkeeping("runs/demo_pose")
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     captions: CaptionLabelConfig = field(default_factory=CaptionLabelConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
+    eval: EvalConfig = bookkeeping(default_factory=EvalConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
-    method: MethodConfig = field(default_factory=MethodConfig)
-    methods: list[MethodConfig] = field(default_factory=list)  # a study trains each of these
-    dims: list[int] = field(default_factory=list)  # dimension sweep: every method at each of these
+    method: MethodConfig = bookkeeping(default_factory=MethodConfig)
+    methods: list[MethodConfig] = bookkeeping(default_factory=list)  # a study trains each of these
+    dims: list[int] = bookkeeping(default_factory=list)  # dimension sweep: every method at each of these
 
 
 # The choices of every named setting, checked when a config loads (and used by the code that acts on them),

@@ -37,9 +37,9 @@ from tqdm import tqdm
 
 from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
-from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
+from capcore.fingerprint import run_fingerprint
 from capcore.optim import adam
 from capcore.run_layout import TrainDir
 from embedder.config import load_config
@@ -203,7 +203,7 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     identity targets, BCE on the multi-hot tags for attributes); return the checkpoint path. A finished
     checkpoint is reused only when it was trained with these settings."""
     out_dir = Path(out_dir)
-    final, fingerprint = TrainDir(out_dir).model, config_hash(cfg.pretrain) + cfg.model.arch
+    final, fingerprint = TrainDir(out_dir).model, run_fingerprint(cfg.pretrain, {"arch": cfg.model.arch}, cfg.run_dir)
     if final.is_file():
         if load_checkpoint(final).get("fingerprint") != fingerprint:
             raise CapawareError(final, "was trained with other pretrain settings (or an older capaware)",
@@ -222,10 +222,12 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     ckpt, step = TrainDir(out_dir).last, 0
     if ckpt.is_file():
         state = load_checkpoint(ckpt)
-        if state["fingerprint"] == fingerprint:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            step = int(state["step"])
+        if state["fingerprint"] != fingerprint:
+            raise CapawareError(ckpt, "checkpoint belongs to other pretrain settings",
+                                f"delete {out_dir} to retrain it, or set another out_dir")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        step = int(state["step"])
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
     model.train()
     for step in tqdm(range(step, total), initial=step, total=total, desc="class pretraining",

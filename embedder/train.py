@@ -28,9 +28,9 @@ from tqdm import tqdm
 
 from capcore import distributed
 from capcore.checkpoint import load_checkpoint, save_checkpoint
-from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
+from capcore.fingerprint import run_fingerprint
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
@@ -85,16 +85,13 @@ def positive_mask(graph_idx: np.ndarray, items: np.ndarray, anchors: np.ndarray,
     return torch.from_numpy((items[None, :, None] == near[:, None, :]).any(-1))
 
 
-def run_fingerprint(cfg, method) -> str:
-    """What determines the weights: everything but bookkeeping (where to write, how often to log)."""
-    from omegaconf import OmegaConf
+def method_fingerprint(cfg, method) -> str:
+    """What determines a row's weights (capcore.fingerprint): the config's values that are not bookkeeping,
+    and the row (loss, mining, margin, overrides)."""
+    from omegaconf import DictConfig, OmegaConf
 
-    c = OmegaConf.to_container(cfg)
-    for key in ("stop_after_steps", "ckpt_every", "log_every"):
-        c["train"].pop(key, None)
-    for key in ("out_dir", "methods", "dims", "method", "eval", "name"):
-        c.pop(key, None)
-    return config_hash(OmegaConf.create(c)) + ":" + str(method)
+    row = OmegaConf.to_container(method, resolve=True) if isinstance(method, DictConfig) else method
+    return run_fingerprint(cfg, {"method": row})
 
 
 class StepBatches(torch.utils.data.Dataset):
@@ -220,7 +217,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     out_dir = Path(out_dir)
     final = TrainDir(out_dir).model
     if final.is_file():
-        if load_checkpoint(final).get("fingerprint") != run_fingerprint(cfg, method):
+        if load_checkpoint(final).get("fingerprint") != method_fingerprint(cfg, method):
             raise CapawareError(final, "a finished run of another config or method is in the way",
                                 f"delete {out_dir} to retrain, or choose another out_dir")
         return final
@@ -256,7 +253,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
 
-    ckpt_path, fingerprint = TrainDir(out_dir).last, run_fingerprint(cfg, method)
+    ckpt_path, fingerprint = TrainDir(out_dir).last, method_fingerprint(cfg, method)
     step, warmup = 0, []
     if t.head_warmup_steps > 0 and not ckpt_path.is_file():  # a resumed run has its warmed head already
         warm = StepBatches(sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)

@@ -13,6 +13,7 @@ from typing import Optional
 from capcore.config import load_config
 from capcore.device import PRECISIONS
 from capcore.errors import CapawareError
+from capcore.fingerprint import bookkeeping
 from captioners.config import CapDataConfig, CapValConfig
 
 
@@ -41,15 +42,15 @@ class SCSTTrainConfig:
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
-    ckpt_every: int = 200  # steps between resumable checkpoints (also at every epoch end)
-    log_every: int = 25  # steps between TensorBoard scalars
-    stop_after_steps: Optional[int] = None  # testing aid: die after this step like a kill (no checkpoint)
+    ckpt_every: int = bookkeeping(200)  # steps between resumable checkpoints (also at every epoch end)
+    log_every: int = bookkeeping(25)  # steps between TensorBoard scalars
+    stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
 
 
 @dataclass
 class RewardConfig:
     df_split: str = "train"  # document frequencies from this split's references (labels.h5)
-    df_cache: Optional[str] = None  # None: <prepro_dir>/cider_df_<split>.h5
+    df_cache: Optional[str] = bookkeeping(None)  # None: <prepro_dir>/cider_df_<split>.h5
     sigma: float = 6.0  # CIDEr-D length penalty
     eos: bool = True  # the end token is a word of the reward, as self-critical.pytorch has it (rl/cider.py)
     bleu4_weight: float = 0.0  # reward = CIDEr-D + this x sentence BLEU-4 (self-critical's bleu_reward_weight)
@@ -57,12 +58,12 @@ class RewardConfig:
 
 @dataclass
 class SCSTConfig:
-    name: str = "demo_att2all2_scst"
+    name: str = bookkeeping("demo_att2all2_scst")
     seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda
-    init: str = "runs/demo/captioners/img_att2all2/best.pt"  # the XE checkpoint to start from
-    run_dir: str = "runs/demo"  # the run folder; configs put every output under ${run_dir}
-    out_dir: str = "runs/demo/captioners/img_att2all2_scst"
+    device: str = bookkeeping("auto")  # auto | cpu | cuda
+    init: str = bookkeeping("runs/demo/captioners/img_att2all2/best.pt")  # the XE checkpoint to start from
+    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
+    out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2_scst")
     data: CapDataConfig = field(default_factory=CapDataConfig)
     train: SCSTTrainConfig = field(default_factory=SCSTTrainConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)

@@ -35,6 +35,7 @@ from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
+from capcore.fingerprint import run_fingerprint
 from captioners.config import features_path
 from captioners.data import CaptionDataset
 from captioners.discriminative import discriminativeness
@@ -47,7 +48,6 @@ from captioners.trainer import (
     StepResult,
     StopRequested,
     fit,
-    run_fingerprint,
 )
 from captioners.validation import corpus_bleu4, validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
@@ -57,9 +57,6 @@ from rl.signature import signature_of
 
 # config keys that say where or how often to write, not what the weights become (the XE start counts
 # through its file's hash, not its path)
-NOT_IN_FINGERPRINT = {"train": ("stop_after_steps", "ckpt_every", "log_every"),
-                      "": ("out_dir", "name", "device", "init"), "data": ("num_workers", "in_memory"),
-                      "val": ("batch_size",), "reward": ("df_cache",)}
 DIVERSITY = ("unique_captions", "distinct_captions", "novel_captions", "vocab_size", "mean_length", "bad_endings")
 
 
@@ -189,7 +186,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     refs = validation_refs(d.json, labels, val_set, vocab)
     # novelty on val is measured against the training captions as the model sees them (labels.h5)
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
-    fingerprint = run_fingerprint(cfg, NOT_IN_FINGERPRINT, {"init_sha256": init_sha}, resolve=True)
+    fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})
     signature = str(signature_of(cfg, file_sha256(labels_path)))
     shared = {"model_args": dict(xe["model_args"]), "vocab": vocab, "max_length": labels.max_length,
               "features": str(feats.resolve()), "labels": str(labels_path.resolve()),

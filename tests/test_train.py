@@ -124,3 +124,21 @@ def test_malformed_annotation_is_one_line(tmp_path, data_root):
 def test_unknown_config_key_is_one_line(tmp_path):
     one_line_error(run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "train.lrr=1"]),
                    "train.lrr")
+
+
+def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, data_root):
+    """Fingerprints see where paths point, not how they are spelled (capcore.fingerprint)."""
+    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "method.loss=log_ratio",
+              "method.mining=dense"]
+    tiny = [o for o in tiny_overrides(tmp_path, data_root, "-") if not o.startswith("out_dir=")]
+    inside = tiny + ["out_dir=${run_dir}/killed"]
+    killed = run(common + inside + [f"run_dir={os.path.relpath(tmp_path, ROOT)}", "train.stop_after_steps=3"])
+    assert killed.returncode == 3
+    resumed = run(common + inside + [f"run_dir={tmp_path}"])
+    assert resumed.returncode == 0, resumed.stderr
+    full = run(common + tiny + [f"out_dir={tmp_path / 'full'}"])
+    assert full.returncode == 0, full.stderr
+    a = torch.load(next((tmp_path / "full" / "methods").iterdir()) / "model.pt", weights_only=True)
+    b = torch.load(next((tmp_path / "killed" / "methods").iterdir()) / "model.pt", weights_only=True)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
