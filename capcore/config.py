@@ -62,6 +62,39 @@ def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: t
     return base
 
 
+class ConfigChecks:
+    """A loaded config's values that no stage could use, found the same way by every stage's loader:
+    each check records (key, problem, fix); :meth:`raise_first` turns the first into one CapawareError
+    line naming the key and the file (and how many more there are)."""
+
+    def __init__(self, path: str | Path | None, overrides=()):
+        self.where = f"{path or '<defaults>'}{' + command line' if overrides else ''}"
+        self.found: list[tuple[str, str, str]] = []
+
+    def need(self, ok: bool, key: str, problem: str, fix: str) -> None:
+        if not ok:
+            self.found.append((key, problem, fix))
+
+    def choice(self, key: str, value, options) -> None:
+        self.need(value in options, key, f"unknown value {value!r}", f"use one of {', '.join(map(str, options))}")
+
+    def at_least(self, key: str, value, low, allow_none: bool = False) -> None:
+        if value is None and allow_none:
+            return
+        self.need(value is not None and value >= low, key, f"{value} must be >= {low}", f"set {key} >= {low}")
+
+    def positive(self, key: str, value, allow_none: bool = False) -> None:
+        if value is None and allow_none:
+            return
+        self.need(value is not None and value > 0, key, f"must be > 0, got {value}", "give a positive number")
+
+    def raise_first(self) -> None:
+        if self.found:
+            key, problem, fix = self.found[0]
+            more = f" (and {len(self.found) - 1} more)" if len(self.found) > 1 else ""
+            raise CapawareError(self.where, f"{key}: {problem}{more}", fix)
+
+
 def to_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(cfg)
 

@@ -1,4 +1,4 @@
-"""Typed config of a captioner run (OmegaConf structured config, loaded by embedder.config.load_config).
+"""Typed config of a captioner run (OmegaConf structured config, loaded by capcore.config.load_config).
 
 A YAML file (``configs/{demo,paper}/*_att2all2.yaml``, ``configs/{demo,paper}/*_topdown.yaml``) is merged onto these dataclasses,
 then ``key=value`` overrides; an unknown or mistyped key names the key and the file. Every number the
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import load_config
+from capcore.config import ConfigChecks, load_config
 from capcore.device import PRECISIONS
 from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping
@@ -39,8 +39,10 @@ class CapModelConfig:
 
 
 @dataclass
-class CapTrainConfig:
-    batch_size: int = 16  # images per batch; each brings seq_per_img captions
+class CapLoopConfig:
+    """What every captioner training loop (captioners.trainer: XE and SCST) reads: the batches, Adam, the lr
+    schedule, clipping, the plateau stop, precision and the bookkeeping. XE and SCST extend it."""
+    batch_size: int = 16  # images per batch
     epochs: int = 20  # at most; with ``patience``, training stops earlier once val CIDEr-D stops rising
     patience: Optional[int] = None  # stop after this many validations without a new best val CIDEr-D
     lr: float = 5e-4  # Adam
@@ -52,16 +54,22 @@ class CapTrainConfig:
     lr_decay_rate: float = 0.8
     grad_clip_mode: str = "value"  # value: clamp each gradient entry (self-critical.pytorch) | norm | none
     grad_clip: float = 0.1
-    ss_start: int = -1  # scheduled sampling: first epoch (-1: off)
-    ss_increase_every: int = 5  # epochs between increases of the sampling probability
-    ss_increase_prob: float = 0.05
-    ss_max_prob: float = 0.25
-    label_smoothing: float = 0.0
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
     compile: bool = False  # torch.compile the core (captioners/speed.py); pays off on long runs
     ckpt_every: int = bookkeeping(200)  # steps between resumable checkpoints (also at every epoch end)
     log_every: int = bookkeeping(25)  # steps between TensorBoard scalars
     stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
+
+
+@dataclass
+class CapTrainConfig(CapLoopConfig):
+    """Cross-entropy training: the loop's settings, each image bringing seq_per_img captions, plus
+    scheduled sampling and label smoothing."""
+    ss_start: int = -1  # scheduled sampling: first epoch (-1: off)
+    ss_increase_every: int = 5  # epochs between increases of the sampling probability
+    ss_increase_prob: float = 0.05
+    ss_max_prob: float = 0.25
+    label_smoothing: float = 0.0
 
 
 @dataclass
@@ -93,28 +101,30 @@ CLIP_MODES = ("value", "norm", "none")
 def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) -> CaptionerConfig:
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
     cfg = load_config(path, overrides, schema=CaptionerConfig)
-    where = str(path) if path else "<defaults>"
-
-    def need(ok: bool, key: str, problem: str, fix: str) -> None:
-        if not ok:
-            raise CapawareError(where, f"{key}: {problem}", fix)
-
-    need(cfg.model.core in CORES, "model.core", f"{cfg.model.core!r} is not a known core", f"use one of {CORES}")
-    need(cfg.train.grad_clip_mode in CLIP_MODES, "train.grad_clip_mode", f"{cfg.train.grad_clip_mode!r} unknown",
-         f"use one of {CLIP_MODES}")
-    for key in ("train.batch_size", "train.epochs", "data.seq_per_img", "data.max_length", "model.rnn_size",
-                "model.input_encoding_size", "model.att_hid_size", "val.beam_size", "val.batch_size",
-                "val.every_epochs", "train.ckpt_every", "train.log_every"):
+    c = ConfigChecks(path, overrides)
+    c.choice("model.core", cfg.model.core, CORES)
+    check_loop(cfg, c)
+    for key in ("data.seq_per_img", "data.max_length", "model.rnn_size", "model.input_encoding_size",
+                "model.att_hid_size"):
         section, name = key.split(".")
-        need(cfg[section][name] >= 1, key, f"{cfg[section][name]} must be >= 1", f"set {key} >= 1")
-    need(cfg.train.patience is None or cfg.train.patience >= 1, "train.patience", "must be >= 1 or null",
-         "e.g. 3 (validations without a new best before stopping), or null to train every epoch")
-    need(0.0 <= cfg.model.drop_prob_lm < 1.0, "model.drop_prob_lm", "must be in [0, 1)", "e.g. 0.5")
-    need(0.0 <= cfg.train.label_smoothing < 1.0, "train.label_smoothing", "must be in [0, 1)", "e.g. 0.1")
-    need(len(cfg.train.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
-    need(cfg.train.precision in PRECISIONS, "train.precision", f"{cfg.train.precision!r} unknown",
-         f"use one of {PRECISIONS}")
+        c.at_least(key, cfg[section][name], 1)
+    c.need(0.0 <= cfg.model.drop_prob_lm < 1.0, "model.drop_prob_lm", "must be in [0, 1)", "e.g. 0.5")
+    c.need(0.0 <= cfg.train.label_smoothing < 1.0, "train.label_smoothing", "must be in [0, 1)", "e.g. 0.1")
+    c.raise_first()
     return cfg
+
+
+def check_loop(cfg, c: ConfigChecks) -> None:
+    """The checks of what CapLoopConfig and CapValConfig hold, shared by the XE and SCST loaders."""
+    t = cfg.train
+    c.choice("train.grad_clip_mode", t.grad_clip_mode, CLIP_MODES)
+    c.choice("train.precision", t.precision, PRECISIONS)
+    for key in ("train.batch_size", "train.epochs", "train.ckpt_every", "train.log_every", "val.beam_size",
+                "val.batch_size", "val.every_epochs"):
+        section, name = key.split(".")
+        c.at_least(key, cfg[section][name], 1)
+    c.at_least("train.patience", t.patience, 1, allow_none=True)
+    c.need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
 
 
 def features_path(data: CapDataConfig) -> Path:

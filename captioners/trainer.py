@@ -233,7 +233,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
         epoch += 1
         if rank0 and (epoch % cfg.val.every_epochs == 0 or step == total):
             validate(epoch, lr)
-        stopped = rank0 and plateaued(history, getattr(t, "patience", None))
+        stopped = rank0 and plateaued(history, t.patience)
         if world > 1:  # every process stops together: rank 0's decision, summed over processes
             stopped = bool(distributed.all_sum(torch.tensor(float(stopped), device=device)).item() > 0)
         checkpoint(done=step == total or stopped)

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from capcore.config import ConfigChecks
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping
@@ -206,20 +207,9 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 DEVICES = ("auto", "cpu", "cuda")
 
 
-def problems(cfg) -> list[tuple[str, str, str]]:
-    """(key, problem, fix) for each value of a loaded stage-one config that no stage could use."""
-    out = []
-
-    def choice(key: str, value, options) -> None:
-        if value not in options:
-            out.append((key, f"unknown value {value!r}", f"use one of {', '.join(map(str, options))}"))
-
-    def positive(key: str, value, allow_none: bool = False) -> None:
-        if value is None and allow_none:
-            return
-        if value is None or value <= 0:
-            out.append((key, f"must be > 0, got {value}", "give a positive number"))
-
+def check(cfg, c: ConfigChecks) -> None:
+    """Every value of a loaded stage-one config that no stage could use, into ``c``."""
+    choice, positive = c.choice, c.positive
     choice("device", cfg.device, DEVICES)
     for prefix, data in (("data", cfg.data), ("pretrain.data", cfg.pretrain.data)):
         if data is None:
@@ -243,8 +233,8 @@ def problems(cfg) -> list[tuple[str, str, str]]:
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
     if t.k >= t.batch_size:
-        out.append(("train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",
-                    "set train.k < train.batch_size"))
+        c.need(False, "train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",
+               "set train.k < train.batch_size")
     positive("eval.k", cfg.eval.k)
     positive("graph.m", cfg.graph.m)
     for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
@@ -255,18 +245,14 @@ def problems(cfg) -> list[tuple[str, str, str]]:
             positive(f"{where}.{key}", getattr(method, key), allow_none=True)
     for d in cfg.dims:
         positive("dims", d)
-    return out
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
     """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise),
-    every named setting checked against its choices (``problems``): the first problem is one error line."""
+    every named setting checked against its choices (``check``): the first problem is one error line."""
     cfg = load_schema(path, overrides, schema=schema, prepare=expand_rows)
     if schema is Stage1Config:
-        found = problems(cfg)
-        if found:
-            key, problem, fix = found[0]
-            where = f"{path or '<defaults>'}{' + command line' if overrides else ''}"
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            raise CapawareError(where, f"{key}: {problem}{more}", fix)
+        checks = ConfigChecks(path, overrides)
+        check(cfg, checks)
+        checks.raise_first()
     return cfg

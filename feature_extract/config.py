@@ -1,4 +1,4 @@
-"""Typed config of a feature dump (OmegaConf structured config, loaded by embedder.config.load_config).
+"""Typed config of a feature dump (OmegaConf structured config, loaded by capcore.config.load_config).
 
 Every key that changes the numbers in the file (backbone, checkpoint, input policy, grid, dtypes,
 image list) is also written as an attribute of the file, so that a resumed dump can prove it is
@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import load_config
-from capcore.errors import CapawareError
+from omegaconf import OmegaConf
+
+from capcore.config import ConfigChecks, load_config
 
 
 @dataclass
@@ -64,19 +65,13 @@ CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float
 def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> FeaturesConfig:
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
     cfg = load_config(path, overrides, schema=FeaturesConfig)
-    where = str(path) if path else "<defaults>"
+    c = ConfigChecks(path, overrides)
     for key, allowed in CHOICES.items():
-        value = cfg.input.policy if key == "input.policy" else cfg[key]
-        if value not in allowed:
-            raise CapawareError(where, f"{key}={value!r} is not one of {', '.join(allowed)}",
-                                f"set {key} to one of {', '.join(allowed)}")
+        c.choice(key, OmegaConf.select(cfg, key), allowed)
     for key in ("input.size", "att_size", "batch_size"):
-        value = cfg.input.size if key == "input.size" else cfg[key]
-        if value < 1:
-            raise CapawareError(where, f"{key}={value} must be positive", f"set {key} >= 1")
-    if cfg.num_workers < 0:
-        raise CapawareError(where, f"num_workers={cfg.num_workers} is negative", "set num_workers >= 0")
-    if bool(cfg.images.karpathy) == bool(cfg.images.folder):
-        raise CapawareError(where, "set exactly one of images.karpathy and images.folder",
-                            "images.karpathy=PATH/dataset_coco.json or images.folder=PATH")
+        c.at_least(key, OmegaConf.select(cfg, key), 1)
+    c.at_least("num_workers", cfg.num_workers, 0)
+    c.need(bool(cfg.images.karpathy) != bool(cfg.images.folder), "images", "set exactly one of images.karpathy "
+           "and images.folder", "images.karpathy=PATH/dataset_coco.json or images.folder=PATH")
+    c.raise_first()
     return cfg
