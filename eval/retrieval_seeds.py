@@ -19,6 +19,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
+from eval.results_seeds import mean_sd
 
 REFERENCE = "L(Log-ratio)+M(Dense)"
 BOUNDS = ("Oracle",)
@@ -35,7 +36,8 @@ def load_runs(paths: list[Path]) -> list[dict]:
 
 
 def _mean_sd(v: np.ndarray) -> str:
-    return f"{v.mean():.3f} ± {v.std(ddof=1) if len(v) > 1 else 0.0:.3f}"
+    mean, sd = mean_sd(v)
+    return f"{mean:.3f} ± {sd or 0.0:.3f}"
 
 
 def common_rows(runs: list[dict]) -> list[str]:

@@ -155,8 +155,9 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
             f"{s['C_up']}/{s['n_runs']} | "
             f"{s['B4_up']}/{s['n_runs']} | "
             f"{s['all_checks']}/{s['n_runs']} |")
-    lines += ["", "Paired by seed, end token in the reward minus not (same baseline and objective):", "",
-              "| pair | val ΔC | test C | ΔB4 | Δbad endings | length |", "|---|---:|---:|---:|---:|---:|"]
+    if pairs:  # only when both end-token variants of a recipe ran
+        lines += ["", "Paired by seed, end token in the reward minus not (same baseline and objective):", "",
+                  "| pair | val ΔC | test C | ΔB4 | Δbad endings | length |", "|---|---:|---:|---:|---:|---:|"]
     for d in pairs:
         lines.append(f"| {d['pair']} | {_f(d['val_dC'])} | {_f(d['C'])} | {_f(d['dB4'])} | "
                      f"{_f(d['dbad'], pct=True)} | {_f(d['length'], 2)} |")
