@@ -52,6 +52,8 @@ class CapLoopConfig:
     lr_decay_start: int = 0  # epoch at which step decay starts; -1: constant lr
     lr_decay_every: int = 3  # epochs
     lr_decay_rate: float = 0.8
+    lr_warmup_steps: int = 0  # the lr rises linearly from lr / N to lr over the first N steps (0: off). SCST
+    # starts a fresh Adam on XE weights, whose first steps move every weight by about lr at once
     grad_clip_mode: str = "value"  # value: clamp each gradient entry (self-critical.pytorch) | norm | none
     grad_clip: float = 0.1
     precision: str = "auto"  # auto: bfloat16 autocast on a GPU, float32 on CPU | float32 | bfloat16
@@ -124,6 +126,7 @@ def check_loop(cfg, c: ConfigChecks) -> None:
         section, name = key.split(".")
         c.at_least(key, cfg[section][name], 1)
     c.at_least("train.patience", t.patience, 1, allow_none=True)
+    c.at_least("train.lr_warmup_steps", t.lr_warmup_steps, 0)
     c.need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
 
 

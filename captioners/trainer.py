@@ -90,6 +90,11 @@ def lr_at(t, epoch: int) -> float:
     return t.lr * t.lr_decay_rate ** ((epoch - t.lr_decay_start) // t.lr_decay_every)
 
 
+def warmed_lr(lr: float, step: int, warmup: int) -> float:
+    """The lr of optimiser step ``step`` (0-based) under a linear warm-up of ``warmup`` steps (0: none)."""
+    return lr * min(1.0, (step + 1) / warmup) if warmup > 0 else lr
+
+
 def plateaued(history: list[dict], patience: int | None) -> bool:
     """True once the last ``patience`` validations brought no new best val CIDEr-D (None: never)."""
     if patience is None or not history:
@@ -208,6 +213,9 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
         for i, batch in enumerate(loader(train_set, batches, cfg.data.num_workers)):
             if world > 1:  # dropout and sampling draw per-process, per-step seeded streams
                 torch.manual_seed(distributed.rank_seed(cfg.seed, step))
+            if step <= t.lr_warmup_steps:  # a function of the step alone: a resumed run warms up the same
+                for group in opt.param_groups:
+                    group["lr"] = warmed_lr(lr, step, t.lr_warmup_steps)
             result = recipe.step(batch, StepContext(net, epoch, lr, batches, i, world))
             opt.zero_grad(set_to_none=True)
             result.loss.backward()

@@ -89,10 +89,11 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
 
 
 def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
-    common = overrides(tiny, tmp_path / "full")
+    """Killed inside the lr warm-up (4 steps) and again after it: the same weights as one run."""
+    common = overrides(tiny, tmp_path / "full") + ["train.lr_warmup_steps=4"]
     train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", common), progress=False)
 
-    killed = overrides(tiny, tmp_path / "killed")
+    killed = overrides(tiny, tmp_path / "killed") + ["train.lr_warmup_steps=4"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo/demo_topdown.yaml", *killed,
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -139,6 +140,15 @@ def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "features file not found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_warm_up_rises_linearly_to_the_lr_and_stays():
+    from captioners.trainer import warmed_lr
+
+    assert [warmed_lr(1.0, s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    assert warmed_lr(0.5, 0, 0) == 0.5
+    with pytest.raises(CapawareError, match="lr_warmup_steps"):
+        load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", ["train.lr_warmup_steps=-1"])
 
 
 def test_plateaued_counts_validations_since_the_best():
