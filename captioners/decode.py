@@ -76,29 +76,29 @@ def main(argv: list[str] | None = None) -> None:
                             "e.g. --beam-size 2 --temperature 1.0")
 
     device = pick_device(a.device)
-    model, ckpt = load_captioner(a.checkpoint, device)
-    feats = a.features or ckpt["features"]
-    labels = None if a.no_labels else read_labels(a.labels or ckpt["labels"])
+    model, card = load_captioner(a.checkpoint, device)
+    feats = a.features or card.features
+    labels = None if a.no_labels else read_labels(a.labels or card.labels)
     split = "all" if a.no_labels else a.split
     dataset = CaptionDataset(feats, labels, split, in_memory=False, max_images=a.max_images)
     info = dataset.info
-    expect = (ckpt["model_args"]["fc_feat_size"], ckpt["model_args"]["att_feat_size"])
+    expect = card.feature_sizes
     if (info.fc_dim, info.att_shape[1]) != expect:
         raise CapawareError(feats, f"feature sizes fc {info.fc_dim}, att {info.att_shape[1]} do not fit the "
                             f"checkpoint (fc {expect[0]}, att {expect[1]})", "use features of the same backbone")
-    max_len = a.max_length or int(ckpt["max_length"])
+    max_len = a.max_length or int(card.max_length)
     generator = torch.Generator(device=device).manual_seed(a.seed)
-    preds, attention = generate(model, dataset, list(ckpt["vocab"]), device, a.batch_size, max_len, a.method,
+    preds, attention = generate(model, dataset, list(card.vocab), device, a.batch_size, max_len, a.method,
                                 a.beam_size, a.temperature, generator, keep_attention=bool(a.attention),
                                 progress=not a.no_progress)
     results = [{"image_id": int(i), "caption": preds[int(i)]} for i in dataset.image_ids]
     write_text(a.out, "[\n" + ",\n".join(json.dumps(r) for r in results) + "\n]\n")  # one caption per line
     command = " ".join(shlex.quote(x) for x in ["python", "-m", "captioners.decode", *(argv or sys.argv[1:])])
-    meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": ckpt.get("config_hash"),
-            "core": ckpt["model_args"]["core"], "stage": ckpt.get("stage", "xe"), "split": split,
+    meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": card.config_hash,
+            "core": card.core, "stage": card.stage, "split": split,
             "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,
             "features": str(Path(feats).resolve()), "n_images": len(results), "command": command,
-            "scst_signature": ckpt.get("scst_signature")}
+            "scst_signature": card.scst_signature}
     write_text(meta_path(a.out), json.dumps(meta, indent=1))
     if a.attention:
         rows = [(i, s, al, preds[i]) for i, s, al in attention]

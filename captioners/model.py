@@ -15,6 +15,7 @@ from torch import nn
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
+from captioners.card import CaptionerCard
 from captioners.cores import CORES
 
 
@@ -116,13 +117,12 @@ def build_captioner(args: dict) -> Captioner:
     return Captioner(**args)
 
 
-def load_captioner(path, device: torch.device | str = "cpu") -> tuple[Captioner, dict]:
-    """A trained captioner from ``best.pt`` (or ``last.pt``), in eval mode, and the checkpoint dict."""
-
+def load_captioner(path, device: torch.device | str = "cpu") -> tuple[Captioner, CaptionerCard]:
+    """A trained captioner from ``best.pt`` (or ``last.pt``), in eval mode, and its card."""
     ckpt = load_checkpoint(path)
-    if "model_args" not in ckpt or "model" not in ckpt:
-        raise CapawareError(path, "not a captioner checkpoint (no model_args)",
-                            "pass the best.pt written by python -m captioners.train")
-    model = build_captioner(dict(ckpt["model_args"]))
+    card = CaptionerCard.of(ckpt, path)
+    if "model" not in ckpt:
+        raise CapawareError(path, "captioner checkpoint without weights", "pass the best.pt of a finished run")
+    model = build_captioner(dict(card.model_args))
     model.load_state_dict(ckpt["model"])
-    return model.to(device).eval(), ckpt
+    return model.to(device).eval(), card

@@ -26,6 +26,7 @@ from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
+from captioners.card import CaptionerCard
 from captioners.config import CaptionerConfig, features_path, load_captioner_config
 from captioners.data import CaptionDataset
 from captioners.model import Captioner, caption_mask, xe_loss
@@ -98,10 +99,10 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     model = Captioner(**args).to(device)
     if cfg.train.compile:
         apply_compile(model)
-    shared = {"model_args": args, "vocab": vocab, "max_length": labels.max_length, "features": str(feats.resolve()),
-              "labels": str(labels_path.resolve()), "config": OmegaConf.to_yaml(cfg, resolve=True),
-              "config_hash": config_hash(cfg), "stage": "xe", "precision": precision,
-              "att_grid": list(info.grid), "fingerprint": run_fingerprint(cfg)}
+    shared = CaptionerCard(model_args=args, vocab=vocab, max_length=labels.max_length, features=str(feats.resolve()),
+                           labels=str(labels_path.resolve()), config=OmegaConf.to_yaml(cfg, resolve=True),
+                           config_hash=config_hash(cfg), stage="xe", precision=precision,
+                           fingerprint=run_fingerprint(cfg), att_grid=list(info.grid)).to_dict()
     return fit(cfg, xe_recipe(cfg, model, device, dtype), model, train_set, val_set, refs, vocab,
                labels.max_length, shared, device, progress)
 

@@ -39,6 +39,7 @@ from capcore.atomic import write_text
 from capcore.device import pick_device
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
+from captioners.card import CaptionerCard
 from captioners.data import CaptionDataset
 from captioners.model import load_captioner
 from captioners.prepro import read_labels
@@ -84,14 +85,14 @@ def checkpoint_of(run: str | Path) -> Path:
     return path
 
 
-def references(ckpt: dict, refs_json: str | None, labels, dataset: CaptionDataset) -> dict[int, list[str]]:
+def references(card: CaptionerCard, refs_json: str | None, labels, dataset: CaptionDataset) -> dict[int, list[str]]:
     """The split's reference captions: the Karpathy json (given, or the one the checkpoint trained on)."""
     from omegaconf import OmegaConf
 
-    json_path = refs_json or OmegaConf.select(OmegaConf.create(ckpt.get("config") or "{}"), "data.json") or ""
+    json_path = refs_json or OmegaConf.select(OmegaConf.create(card.config or "{}"), "data.json") or ""
     if refs_json and not Path(refs_json).is_file():
         raise CapawareError(refs_json, "references file not found", "pass the Karpathy dataset_*.json")
-    return validation_refs(str(json_path), labels, dataset, list(ckpt["vocab"]))
+    return validation_refs(str(json_path), labels, dataset, list(card.vocab))
 
 
 def grounding(checkpoint: str | Path, split: str = "test", features: str | None = None, labels: str | None = None,
@@ -100,16 +101,16 @@ def grounding(checkpoint: str | Path, split: str = "test", features: str | None 
     """Decode ``split`` on real, shuffled and zero features; return the report (module docstring)."""
     dev = pick_device(device)
     checkpoint = checkpoint_of(checkpoint)
-    model, ckpt = load_captioner(checkpoint, dev)
-    feats = features or ckpt["features"]
-    label_set = read_labels(labels or ckpt["labels"])
+    model, card = load_captioner(checkpoint, dev)
+    feats = features or card.features
+    label_set = read_labels(labels or card.labels)
     dataset = CaptionDataset(feats, label_set, split, in_memory=True, max_images=max_images)
-    expect = (ckpt["model_args"]["fc_feat_size"], ckpt["model_args"]["att_feat_size"])
+    expect = card.feature_sizes
     if (dataset.info.fc_dim, dataset.info.att_shape[1]) != expect:
         raise CapawareError(feats, f"feature sizes fc {dataset.info.fc_dim}, att {dataset.info.att_shape[1]} do not "
                             f"fit the checkpoint (fc {expect[0]}, att {expect[1]})", "use features of the same backbone")
-    refs = references(ckpt, refs_json, label_set, dataset)
-    vocab, max_len = list(ckpt["vocab"]), int(ckpt["max_length"])
+    refs = references(card, refs_json, label_set, dataset)
+    vocab, max_len = list(card.vocab), int(card.max_length)
     inputs = {"real": dataset, "shuffled": SwappedFeatures(dataset, derangement(len(dataset), seed)),
               "zeros": SwappedFeatures(dataset, None)}
     preds, scores = {}, {}

@@ -36,6 +36,7 @@ from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
+from captioners.card import CaptionerCard
 from captioners.config import features_path
 from captioners.data import CaptionDataset
 from captioners.discriminative import discriminativeness
@@ -68,13 +69,14 @@ def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str])
     if not init.is_file():
         raise CapawareError(init, "XE checkpoint not found", fix)
     ckpt = load_checkpoint(init)
-    if "model_args" not in ckpt or "model" not in ckpt:
-        raise CapawareError(init, "not a captioner checkpoint (no model_args)", "pass captioners.train's best.pt")
-    if list(ckpt["vocab"]) != vocab or Path(ckpt["labels"]) != labels_path.resolve():
-        raise CapawareError(init, f"trained on the labels {ckpt['labels']}, not on {labels_path.resolve()}",
+    card = CaptionerCard.of(ckpt, init)
+    if "model" not in ckpt:
+        raise CapawareError(init, "captioner checkpoint without weights", "pass captioners.train's best.pt")
+    if list(card.vocab) != vocab or Path(card.labels) != labels_path.resolve():
+        raise CapawareError(init, f"trained on the labels {card.labels}, not on {labels_path.resolve()}",
                             "use the data.prepro_dir the XE run used, or its matching checkpoint")
-    if Path(ckpt["features"]) != feats.resolve():
-        raise CapawareError(init, f"trained on the features {ckpt['features']}, but data.features gives "
+    if Path(card.features) != feats.resolve():
+        raise CapawareError(init, f"trained on the features {card.features}, but data.features gives "
                             f"{feats.resolve()}", fix)
     return ckpt
 
@@ -174,9 +176,10 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     feats = features_path(d)
     dtype, precision = precision_choice(cfg.train.precision, device)
     xe = load_init(cfg, labels_path, feats, vocab)
+    xe_card = CaptionerCard.of(xe, cfg.init)
     init_sha = file_sha256(cfg.init)
     torch.manual_seed(cfg.seed)
-    model = build_captioner(dict(xe["model_args"])).to(device)
+    model = build_captioner(dict(xe_card.model_args)).to(device)
     model.load_state_dict(xe["model"])
     if cfg.train.compile:
         apply_compile(model)
@@ -188,12 +191,11 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})
     signature = str(signature_of(cfg, file_sha256(labels_path)))
-    shared = {"model_args": dict(xe["model_args"]), "vocab": vocab, "max_length": labels.max_length,
-              "features": str(feats.resolve()), "labels": str(labels_path.resolve()),
-              "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg), "stage": "rl",
-              "precision": precision,
-              "att_grid": list(xe.get("att_grid", [])), "fingerprint": fingerprint,
-              "init": str(Path(cfg.init).resolve()), "init_sha256": init_sha, "scst_signature": signature}
+    shared = CaptionerCard(model_args=dict(xe_card.model_args), vocab=vocab, max_length=labels.max_length,
+                           features=str(feats.resolve()), labels=str(labels_path.resolve()),
+                           config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",
+                           precision=precision, fingerprint=fingerprint, att_grid=list(xe_card.att_grid),
+                           init=str(Path(cfg.init).resolve()), init_sha256=init_sha, scst_signature=signature).to_dict()
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype,
                          refs)
     return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, shared, device, progress)
