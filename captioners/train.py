@@ -99,12 +99,12 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     model = Captioner(**args).to(device)
     if cfg.train.compile:
         apply_compile(model)
-    shared = CaptionerCard(model_args=args, vocab=vocab, max_length=labels.max_length, features=str(feats.resolve()),
-                           labels=str(labels_path.resolve()), config=OmegaConf.to_yaml(cfg, resolve=True),
-                           config_hash=config_hash(cfg), stage="xe", precision=precision,
-                           fingerprint=run_fingerprint(cfg), att_grid=list(info.grid)).to_dict()
+    card = CaptionerCard(model_args=args, vocab=vocab, max_length=labels.max_length, features=str(feats.resolve()),
+                         labels=str(labels_path.resolve()), config=OmegaConf.to_yaml(cfg, resolve=True),
+                         config_hash=config_hash(cfg), stage="xe", precision=precision,
+                         fingerprint=run_fingerprint(cfg), att_grid=list(info.grid))
     return fit(cfg, xe_recipe(cfg, model, device, dtype), model, train_set, val_set, refs, vocab,
-               labels.max_length, shared, device, progress)
+               labels.max_length, card, device, progress)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,6 +33,7 @@ from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.config import config_hash
 from capcore.errors import CapawareError
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
+from captioners.card import CaptionerCard
 from captioners.data import (
     CaptionDataset,
     EpochBatches,
@@ -111,10 +112,10 @@ def clip_gradients(model: torch.nn.Module, mode: str, limit: float) -> None:
 
 
 def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, val_set: CaptionDataset,
-        refs: dict[int, list[str]], vocab: list[str], max_length: int, shared: dict, device: torch.device,
+        refs: dict[int, list[str]], vocab: list[str], max_length: int, card: CaptionerCard, device: torch.device,
         progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished) with ``recipe``'s step; returns the path of best.pt.
-    ``shared`` goes into every checkpoint (model_args, vocabulary, paths, fingerprint...)."""
+    ``card`` goes into every checkpoint (model_args, vocabulary, paths, fingerprint...: captioners.card)."""
     out, t = Path(cfg.out_dir), cfg.train
     where = CaptionerDir(out)
     world, rank0 = distributed.world_size(), distributed.is_main()
@@ -126,7 +127,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     stats: dict[str, list[float]] = {k: [] for k in recipe.stats}  # per step, since the last validation
     if last.is_file():
         state = load_checkpoint(last)
-        if state["fingerprint"] != shared["fingerprint"]:
+        if state["fingerprint"] != card.fingerprint:
             raise CapawareError(last, f"checkpoint belongs to another config{recipe.other_start}",
                                 "delete the run folder or choose another out_dir")
         model.load_state_dict(state["model"])
@@ -146,11 +147,9 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     if rank0:
         out.mkdir(parents=True, exist_ok=True)
         write_text(where.config, OmegaConf.to_yaml(cfg, resolve=True))
-        print(f"{recipe.kind} {cfg.name}: {shared['precision']}", flush=True)
-        manifest = CaptionerManifest(stage=shared["stage"], core=shared["model_args"]["core"],
-                                     features=shared["features"], refs=str(cfg.data.json),
-                                     precision=shared["precision"],
-                                     scst_signature=shared.get("scst_signature", ""))
+        print(f"{recipe.kind} {cfg.name}: {card.precision}", flush=True)
+        manifest = CaptionerManifest(stage=card.stage, core=card.core, features=card.features, refs=str(cfg.data.json),
+                                     precision=card.precision, scst_signature=card.scst_signature or "")
         write_manifest(where.manifest, manifest, cfg.run_dir)
 
     def checkpoint(done: bool) -> None:
@@ -158,7 +157,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             return
         state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "torch_rng": torch.get_rng_state(),
                  "step": step, "best_cider": best, "history": history, "epoch_stats": stats, "done": done,
-                 **shared}
+                 **card.to_dict()}
         if recipe.extra_state:
             state["extra"] = recipe.extra_state[0]()
         if device.type == "cuda":
@@ -189,7 +188,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
         if score > best and may_be_best:
             best = score
-            save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score, **shared},
+            save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score, **card.to_dict()},
                             best_path)
 
     if recipe.validate_first and step == 0 and not history:

@@ -191,14 +191,14 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})
     signature = str(signature_of(cfg, file_sha256(labels_path)))
-    shared = CaptionerCard(model_args=dict(xe_card.model_args), vocab=vocab, max_length=labels.max_length,
-                           features=str(feats.resolve()), labels=str(labels_path.resolve()),
-                           config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",
-                           precision=precision, fingerprint=fingerprint, att_grid=list(xe_card.att_grid),
-                           init=str(Path(cfg.init).resolve()), init_sha256=init_sha, scst_signature=signature).to_dict()
+    card = CaptionerCard(model_args=dict(xe_card.model_args), vocab=vocab, max_length=labels.max_length,
+                         features=str(feats.resolve()), labels=str(labels_path.resolve()),
+                         config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",
+                         precision=precision, fingerprint=fingerprint, att_grid=list(xe_card.att_grid),
+                         init=str(Path(cfg.init).resolve()), init_sha256=init_sha, scst_signature=signature)
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype,
                          refs)
-    return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, shared, device, progress)
+    return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, card, device, progress)
 
 
 def main(argv: list[str] | None = None) -> None:
