@@ -5,6 +5,7 @@ print it on one line and exit non-zero instead of dumping a traceback at a user.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,9 +22,15 @@ class CapawareError(Exception):
 
 
 def run_cli(main) -> None:
-    """Call ``main()``; turn a CapawareError into one line on stderr and exit status 2."""
+    """Call ``main()``; turn a CapawareError into one line on stderr and exit status 2, and a simulated
+    kill (``capcore.harness.StopRequested``, train.stop_after_steps) into an immediate exit 3."""
+    from capcore.harness import StopRequested
+
     try:
         main()
     except CapawareError as err:
         print(f"\nerror: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    except StopRequested:
+        sys.stdout.flush()
+        os._exit(3)  # like a kill: no cleanup, no final files

@@ -15,7 +15,6 @@ writes; dropout and scheduled sampling draw per-process, per-step seeded streams
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import torch
@@ -113,10 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_captioner_config(args.config, args.overrides)
-    try:
-        train(cfg)
-    except StopRequested:
-        os._exit(3)  # simulate a kill: no cleanup, no final files
+    train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
 
 

@@ -32,6 +32,7 @@ from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.config import config_hash
 from capcore.errors import CapawareError
+from capcore.harness import StopRequested
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.card import CaptionerCard
 from captioners.data import (
@@ -42,10 +43,6 @@ from captioners.data import (
     steps_per_epoch,
 )
 from captioners.validation import corpus_cider_d, generate
-
-
-class StopRequested(Exception):
-    """Raised after ``train.stop_after_steps`` (the CLIs turn it into an abrupt exit, like a kill)."""
 
 
 @dataclass

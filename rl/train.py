@@ -23,7 +23,6 @@ since sampling calls the model's step function directly, not its forward).
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import numpy as np
@@ -207,10 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_scst_config(args.config, args.overrides)
-    try:
-        train(cfg)
-    except StopRequested:
-        os._exit(3)  # simulate a kill: no cleanup, no final files
+    train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
 
 

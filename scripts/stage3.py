@@ -18,7 +18,6 @@ a bad key or value). Reruns resume training (a finished run is not retrained) an
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from capcore.run_layout import CaptionerDir  # noqa: E402
 from captioners import decode  # noqa: E402
 from captioners import train as xe  # noqa: E402
 from captioners.config import load_captioner_config  # noqa: E402
-from captioners.trainer import StopRequested  # noqa: E402
 from eval import attention_maps, captions, grounding  # noqa: E402
 from rl import train as scst  # noqa: E402
 from rl.config import load_scst_config  # noqa: E402
@@ -49,10 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         cfg = load_scst_config(config, overrides)
         trainer = scst.train
-    try:
-        trainer(cfg)
-    except StopRequested:
-        os._exit(3)  # the testing aid train.stop_after_steps: die like a kill, no cleanup
+    trainer(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
     decode.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
