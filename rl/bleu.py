@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rl.ngrams import ngram_table
+from rl.ngrams import image_ngram_keys, ngram_table
 
 N = 4
 TINY, SMALL = 1e-15, 1e-9  # pycocoevalcap's guards (bleu_scorer.compute_score)
@@ -41,11 +41,7 @@ def sentence_bleu(cands: np.ndarray, cand_group: np.ndarray, refs: np.ndarray, r
     rows = np.concatenate([np.pad(cands, ((0, 0), (0, T - cands.shape[1]))),
                            np.pad(refs, ((0, 0), (0, T - refs.shape[1])))])
     tab = ngram_table(rows, base, n)
-    K = max(len(tab.keys), 1)
-    is_cand = tab.row < M
-    group = np.where(is_cand, cand_group[np.minimum(tab.row, M - 1)],
-                     ref_group[np.clip(tab.row - M, 0, max(len(refs) - 1, 0))])
-    join = group * K + tab.dense
+    join, is_cand = image_ngram_keys(tab, M, cand_group, ref_group)
 
     # the most times each (image, n-gram) occurs in one reference
     ref_join, ref_count = join[~is_cand], tab.count[~is_cand]
@@ -66,21 +62,24 @@ def sentence_bleu(cands: np.ndarray, cand_group: np.ndarray, refs: np.ndarray, r
     testlen = tab.lengths[:M].astype(np.float64)
     guess = np.maximum(0.0, testlen[:, None] - np.arange(n)[None, :])
 
-    # reference length closest to the candidate's (pycocoevalcap: min over (|l - testlen|, l))
-    ref_len = tab.lengths[M:].astype(np.float64)
-    sort = np.argsort(ref_group, kind="stable")
-    g_sorted, l_sorted = ref_group[sort], ref_len[sort]
-    n_refs = np.bincount(g_sorted, minlength=n_groups)
-    ref_start = np.cumsum(n_refs) - n_refs
-    R = int(n_refs.max())
-    slot = np.arange(R)[None, :]
-    valid = slot < n_refs[cand_group][:, None]
-    lens = np.where(valid, l_sorted[np.where(valid, ref_start[cand_group][:, None] + slot, 0)], np.inf)
-    dist = np.abs(lens - testlen[:, None])
-    key = np.where(valid, dist * (2 * (T + 2)) + lens, np.inf)  # ties on distance: the shorter wins
-    reflen = lens[np.arange(M), np.argmin(key, axis=1)]
+    reflen = closest_ref_length(testlen, tab.lengths[M:].astype(np.float64), cand_group, ref_group, T)
 
     precision = np.prod((correct + TINY) / (guess + SMALL), axis=1)
     bleu = precision ** (1.0 / n)
     ratio = (testlen + TINY) / (reflen + SMALL)
     return np.where(ratio < 1, bleu * np.exp(1 - 1 / ratio), bleu)
+
+
+def closest_ref_length(testlen: np.ndarray, ref_len: np.ndarray, cand_group: np.ndarray, ref_group: np.ndarray,
+                       width: int) -> np.ndarray:
+    """Per candidate, the length of its image's reference closest to its own; ties go to the shorter
+    (pycocoevalcap: ``min((abs(l - testlen), l) for l in reflen)[1]``). ``width`` bounds every length."""
+    sort = np.argsort(ref_group, kind="stable")
+    g_sorted, l_sorted = ref_group[sort], ref_len[sort]
+    n_refs = np.bincount(g_sorted, minlength=int(max(cand_group.max(), g_sorted.max())) + 1)
+    ref_start = np.cumsum(n_refs) - n_refs
+    slot = np.arange(int(n_refs.max()))[None, :]
+    valid = slot < n_refs[cand_group][:, None]
+    lens = np.where(valid, l_sorted[np.where(valid, ref_start[cand_group][:, None] + slot, 0)], np.inf)
+    key = np.where(valid, np.abs(lens - testlen[:, None]) * (2 * (width + 2)) + lens, np.inf)
+    return lens[np.arange(len(testlen)), np.argmin(key, axis=1)]

@@ -42,7 +42,7 @@ from capcore.checkpoint import file_sha256
 from capcore.errors import CapawareError
 from captioners.prepro import Labels, read_labels
 from rl.bleu import sentence_bleu
-from rl.ngrams import N, _check_base, _ranges, ngram_table, with_end_token  # noqa: F401  (with_end_token: API)
+from rl.ngrams import N, _check_base, _ranges, image_ngram_keys, ngram_table, with_end_token  # noqa: F401,E501 (with_end_token: re-exported)
 
 SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)
 DF_FORMAT = "capaware-cider-df-v2"  # v2: records whether the EOS is a word
@@ -184,11 +184,7 @@ def cider_d(cands: np.ndarray, cand_group: np.ndarray, refs: np.ndarray, ref_gro
     length = np.maximum(tab.lengths - 1, 0).astype(np.float64)  # pycocoevalcap's length: bigram count
 
     # join candidate n-grams to the same n-grams of the references of the same image
-    K = max(len(tab.keys), 1)
-    is_cand = tab.row < M
-    group = np.where(is_cand, cand_group[np.minimum(tab.row, M - 1)],
-                     ref_group[np.clip(tab.row - M, 0, max(len(refs) - 1, 0))])
-    join = group * K + tab.dense
+    join, is_cand = image_ngram_keys(tab, M, cand_group, ref_group)
     ref_e = np.flatnonzero(~is_cand)
     ref_e = ref_e[np.argsort(join[ref_e], kind="stable")]
     cand_e = np.flatnonzero(is_cand)

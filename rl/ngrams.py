@@ -95,3 +95,15 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.int64)
     before = np.cumsum(counts) - counts
     return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(counts.sum())
+
+
+def image_ngram_keys(tab: NgramTable, n_cands: int, cand_group: np.ndarray,
+                     ref_group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For a table over candidates (rows ``< n_cands``) then references: each entry's (image, n-gram) key,
+    so that a candidate's n-gram meets the same n-gram of its own image's references in one sort, and
+    which entries are candidates'."""
+    K = max(len(tab.keys), 1)
+    is_cand = tab.row < n_cands
+    group = np.where(is_cand, cand_group[np.minimum(tab.row, n_cands - 1)],
+                     ref_group[np.clip(tab.row - n_cands, 0, max(len(ref_group) - 1, 0))])
+    return group * K + tab.dense, is_cand
