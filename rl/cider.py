@@ -42,7 +42,8 @@ from capcore.checkpoint import file_sha256
 from capcore.errors import CapawareError
 from captioners.prepro import Labels, read_labels
 from rl.bleu import sentence_bleu
-from rl.ngrams import N, _check_base, _ranges, image_ngram_keys, ngram_table, with_end_token  # noqa: F401,E501 (with_end_token: re-exported)
+from rl.ngrams import N, _check_base, _ranges, image_ngram_keys, ngram_table
+from rl.ngrams import with_end_token  # noqa: F401  (re-exported: callers write end tokens through rl.cider)
 
 SIGMA = 6.0  # Gaussian length penalty (CIDEr-D)
 DF_FORMAT = "capaware-cider-df-v2"  # v2: records whether the EOS is a word
