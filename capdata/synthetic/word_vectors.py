@@ -20,15 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capdata.synthetic import lexicon
 from capdata.synthetic.drawing import write_bytes
-from capdata.synthetic.lexicon import (
-    BACKGROUND_WORDS,
-    COLOUR_WORDS,
-    COUNT_WORDS,
-    GENERIC_NOUNS,
-    SHAPE_WORDS,
-    SIZE_WORDS,
-)
 
 DIM = 50
 SEED = 0
@@ -48,14 +41,14 @@ def _words(phrases) -> list[str]:
 
 def vocabulary() -> dict[str, dict[str, list[str]]]:
     """kind -> meaning -> its words, built from the generator's own word tables (no list to keep in step)."""
-    colours = {c: _words(ws) for c, ws in {**COLOUR_WORDS, **BACKGROUND_WORDS}.items()}
-    shapes = {s: _words(w for pair in pairs for w in pair) for s, pairs in SHAPE_WORDS.items()}
-    shapes["thing"] = _words(w for pair in GENERIC_NOUNS for w in pair)
+    colours = {c: _words(ws) for c, ws in {**lexicon.COLOUR_WORDS, **lexicon.BACKGROUND_WORDS}.items()}
+    shapes = {s: _words(w for pair in pairs for w in pair) for s, pairs in lexicon.SHAPE_WORDS.items()}
+    shapes["thing"] = _words(w for pair in lexicon.GENERIC_NOUNS for w in pair)
     return {
         "colour": colours,
         "shape": shapes,
-        "size": {s: _words(ws) for s, ws in SIZE_WORDS.items()},
-        "count": {str(n): _words(ws) for n, ws in COUNT_WORDS.items()},  # "a" is a filler: 1 -> one, single
+        "size": {s: _words(ws) for s, ws in lexicon.SIZE_WORDS.items()},
+        "count": {str(n): _words(ws) for n, ws in lexicon.COUNT_WORDS.items()},  # "a" is a filler: 1 -> one, single
         "place": {"left": ["left"], "right": ["right"], "top": ["top"], "bottom": ["bottom"],
                   "middle": ["middle", "center"], "corner": ["corner"], "above": ["above"], "below": ["below"],
                   "next": ["next", "beside"]},
