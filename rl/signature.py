@@ -12,14 +12,18 @@ corpus, the XE weight of the mixed objective and the sampling temperature::
 ``Standard`` = the EOS is a word of the reward (``No<Eos>`` = it is not); ``wInit`` = started from XE
 weights (always, here); ``average`` = each sample's baseline is the mean reward of its image's other
 samples, ``greedy`` = the greedy caption's reward (Rennie et al.); ``df[split@sha]`` = document
-frequencies of that split of the labels file whose sha256 starts so; ``+Bleu-4[w0.5]`` (only when
-``reward.bleu4_weight`` > 0) = 0.5 x sentence BLEU-4 added to the reward. It is written on every SCST run's
-checkpoint, manifest and metrics file, and printed by eval.captions and in Table 1.
+frequencies of that split of the reference captions whose sha256 (:func:`references_sha256`) starts
+so; ``+Bleu-4[w0.5]`` (only when ``reward.bleu4_weight`` > 0) = 0.5 x sentence BLEU-4 added to the
+reward. It is written on every SCST run's checkpoint, manifest and metrics file, and printed by
+eval.captions and in Table 1.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+
+import numpy as np
 
 BASELINE_NAMES = {"mean": "average", "greedy": "greedy"}  # config value -> signature word
 _PATTERN = re.compile(
@@ -58,8 +62,20 @@ class SCSTSignature:
                    bleu4_weight=float(m["bleu4"] or 0.0))
 
 
+def references_sha256(labels) -> str:
+    """sha256 of what the reward's references are: every caption's word ids, which image each belongs
+    to, and each image's split (captioners.prepro.Labels). Not of labels.h5's bytes, which also record
+    where its source json lay: two copies of one run in two folders must sign alike."""
+    h = hashlib.sha256()
+    for array in (labels.labels, labels.start_ix, labels.end_ix, labels.image_ids):
+        h.update(np.ascontiguousarray(array).astype(np.int64).tobytes())
+    h.update("\n".join(map(str, labels.splits)).encode())
+    return h.hexdigest()
+
+
 def signature_of(cfg, labels_sha256: str) -> SCSTSignature:
-    """The signature of an SCST config (rl.config.SCSTConfig) reading labels with this sha256."""
+    """The signature of an SCST config (rl.config.SCSTConfig) whose references hash to this
+    (:func:`references_sha256`)."""
     t, r = cfg.train, cfg.reward
     return SCSTSignature(eos=bool(r.eos), baseline=t.baseline, samples=int(t.samples_per_image),
                          df=f"{r.df_split}@{labels_sha256[:8]}", xe_weight=float(t.xe_weight),

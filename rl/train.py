@@ -53,7 +53,7 @@ from captioners.validation import corpus_bleu4, validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
-from rl.signature import signature_of
+from rl.signature import references_sha256, signature_of
 
 # config keys that say where or how often to write, not what the weights become (the XE start counts
 # through its file's hash, not its path)
@@ -189,7 +189,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     # novelty on val is measured against the training captions as the model sees them (labels.h5)
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})
-    signature = str(signature_of(cfg, file_sha256(labels_path)))
+    signature = str(signature_of(cfg, references_sha256(labels)))
     card = CaptionerCard(model_args=dict(xe_card.model_args), vocab=vocab, max_length=labels.max_length,
                          features=str(feats.resolve()), labels=str(labels_path.resolve()),
                          config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",

@@ -26,7 +26,7 @@ from rl.scst import (
     sample_captions,
     scst_loss,
 )
-from rl.signature import SCSTSignature, signature_of
+from rl.signature import SCSTSignature, references_sha256, signature_of
 from tests.tensorboard_log import tb_steps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +67,19 @@ def test_signature_of_a_config_follows_its_settings():
     cfg = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["reward.eos=false", "train.baseline=greedy"])
     sig = signature_of(cfg, "ab" * 32)
     assert (sig.eos, sig.baseline, sig.samples, sig.df) == (False, "greedy", 5, "train@abababab")
+
+
+def test_references_digest_follows_the_captions_not_where_the_file_lies(tmp_path):
+    import dataclasses
+
+    labels = Labels(labels=np.array([[3, 4, 0], [5, 0, 0]]), lengths=np.array([2, 1]), start_ix=np.array([0, 1]),
+                    end_ix=np.array([1, 2]), image_ids=np.array([7, 8]), splits=np.array(["train", "val"]),
+                    max_length=3, path=tmp_path / "a" / "labels.h5")
+    moved = dataclasses.replace(labels, path=tmp_path / "b" / "labels.h5")
+    assert references_sha256(moved) == references_sha256(labels)
+    for change in ({"labels": np.array([[3, 4, 0], [6, 0, 0]])}, {"splits": np.array(["train", "test"])},
+                   {"end_ix": np.array([2, 2]), "start_ix": np.array([0, 2])}):
+        assert references_sha256(dataclasses.replace(labels, **change)) != references_sha256(labels)
 
 
 def test_greedy_baseline_is_the_eval_mode_greedy_captions_reward():
