@@ -198,6 +198,20 @@ def lr_factor(decay: str, step: int, total: int) -> float:
     return 1.0 if decay == "none" else 0.5 * (1.0 + math.cos(math.pi * step / total))
 
 
+def resume(ckpt: Path, fingerprint: str, model: torch.nn.Module, opt: torch.optim.Optimizer) -> int:
+    """Load a killed run's weights and optimizer from ``ckpt`` when it is there; return the step to go on
+    from (0 for a fresh run). A checkpoint of other settings is refused in one line."""
+    if not ckpt.is_file():
+        return 0
+    state = load_checkpoint(ckpt)
+    if state["fingerprint"] != fingerprint:
+        raise CapawareError(ckpt, "checkpoint belongs to other pretrain settings",
+                            f"delete {ckpt.parent} to retrain it, or set another out_dir")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    return int(state["step"])
+
+
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     """Train trunk + a linear classifier on ``views`` (softmax cross-entropy on one kind per crop for
     identity targets, BCE on the multi-hot tags for attributes); return the checkpoint path. A finished
@@ -219,15 +233,8 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
-    ckpt, step = TrainDir(out_dir).last, 0
-    if ckpt.is_file():
-        state = load_checkpoint(ckpt)
-        if state["fingerprint"] != fingerprint:
-            raise CapawareError(ckpt, "checkpoint belongs to other pretrain settings",
-                                f"delete {out_dir} to retrain it, or set another out_dir")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        step = int(state["step"])
+    ckpt = TrainDir(out_dir).last
+    step = resume(ckpt, fingerprint, model, opt)
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
     model.train()
     for step in tqdm(range(step, total), initial=step, total=total, desc="class pretraining",
