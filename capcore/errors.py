@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from capcore.harness import StopRequested
+
 
 class CapawareError(Exception):
     """A user-facing error: bad input file, bad config, missing weights."""
@@ -24,8 +26,6 @@ class CapawareError(Exception):
 def run_cli(main) -> None:
     """Call ``main()``; turn a CapawareError into one line on stderr and exit status 2, and a simulated
     kill (``capcore.harness.StopRequested``, train.stop_after_steps) into an immediate exit 3."""
-    from capcore.harness import StopRequested
-
     try:
         main()
     except CapawareError as err:

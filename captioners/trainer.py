@@ -32,7 +32,7 @@ from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.config import config_hash
 from capcore.errors import CapawareError
-from capcore.harness import StopRequested
+from capcore.harness import StopRequested, asked_to_stop
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.card import CaptionerCard
 from captioners.data import (
@@ -231,7 +231,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
                 break  # epoch end: validate before the checkpoint, so a resume never skips it
             if step % t.ckpt_every == 0:
                 checkpoint(done=False)
-            if t.stop_after_steps is not None and step >= t.stop_after_steps:
+            if asked_to_stop(step, t.stop_after_steps):
                 distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
                 raise StopRequested(step)  # like a kill: what came after the last checkpoint is lost
         epoch += 1
@@ -249,7 +249,7 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
                 tqdm.write(f"{cfg.name}: val CIDEr-D has not risen for {t.patience} validations; stopping at "
                            f"epoch {epoch} of {t.epochs}")
             break
-        if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
+        if asked_to_stop(step, t.stop_after_steps, total):
             raise StopRequested(step)
     bar.close()
     writer.close()

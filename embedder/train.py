@@ -30,7 +30,7 @@ from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
-from capcore.harness import stop_if_asked
+from capcore.harness import StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
@@ -325,10 +325,10 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if step % t.ckpt_every == 0 or step == total:
             checkpoint(ckpt_path, done=step == total)
-        if t.stop_after_steps is not None and step >= t.stop_after_steps and step < total:
+        if asked_to_stop(step, t.stop_after_steps, total):
             writer.close()  # the steps since the last checkpoint are lost, as in a kill, and replayed
             distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
-            stop_if_asked(step, t.stop_after_steps, total)
+            raise StopRequested(step)
     bar.close()
     writer.close()
     if rank0:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from capcore.errors import CapawareError
+
 N = 4  # n-gram orders 1..N
 
 

@@ -69,3 +69,12 @@ def test_end_token_is_a_word_of_the_bleu_term():
     ended = sentence_bleu(with_end_token(cut, 10), [0], with_end_token(ref, 10), [0], 11)
     whole = sentence_bleu(with_end_token(ref, 10), [0], with_end_token(ref, 10), [0], 11)
     assert whole[0] == pytest.approx(1.0) and ended[0] < plain[0]
+
+
+def test_a_vocabulary_too_large_for_int64_keys_is_one_line_error():
+    from capcore.errors import CapawareError
+    from rl.ngrams import _check_base
+
+    _check_base(10_000, 4)  # COCO-sized: fits
+    with pytest.raises(CapawareError, match="cannot pack 4-grams"):
+        _check_base(2 ** 16, 4)
