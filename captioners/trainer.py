@@ -9,7 +9,8 @@ decodes the validation images and scores them with pycocoevalcap's CIDEr-D; the 
 ``last.pt`` (atomic; optimizer, step, RNG states, history) lets a killed run resume to the same
 weights as an uninterrupted one. Files under ``out_dir``::
 
-    best.pt       weights + model_args + vocabulary + data paths + stage: what captioners.decode needs
+    best.pt       weights + model_args + vocabulary + data paths + stage: what captioners.decode needs, and
+                  Adam's state at that validation (SCST may start from it: train.init_optimizer)
     last.pt       resumable training state
     history.json  per validation: epoch, step, val CIDEr-D, lr, the epoch's mean per-step numbers
     config.yaml   the merged config;  tb/  TensorBoard scalars
@@ -80,6 +81,7 @@ class Recipe:
     eligible: Callable[[dict, dict], bool] | None = None  # (validation, first validation) -> may it be best.pt?
     ddp: bool = True  # DDP around the model (the step calls its forward); False: the step drives the model's
     # own methods (sampling), and the gradients are averaged over processes after backward
+    optimizer_start: dict | None = None  # Adam's state to start from (SCST: the XE best.pt's), not a fresh one
 
 
 def lr_at(t, epoch: int) -> float:
@@ -122,6 +124,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     last, best_path = where.last, where.best
     step, best, history = 0, -math.inf, []
     stats: dict[str, list[float]] = {k: [] for k in recipe.stats}  # per step, since the last validation
+    if recipe.optimizer_start is not None:  # its moments; the lr, warm-up and decay stay this run's
+        opt.load_state_dict(recipe.optimizer_start)
     if last.is_file():
         state = load_checkpoint(last)
         if state["fingerprint"] != card.fingerprint:
@@ -185,8 +189,8 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
             history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
         if score > best and may_be_best:
             best = score
-            save_checkpoint({"model": model.state_dict(), "epoch": epoch, "step": step, "val_cider": score, **card.to_dict()},
-                            best_path)
+            save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch, "step": step,
+                             "val_cider": score, **card.to_dict()}, best_path)
 
     if recipe.validate_first and step == 0 and not history:
         if rank0:

@@ -32,6 +32,9 @@ class SCSTTrainConfig(CapLoopConfig):
     keep_distinct: float = 0.0
     keep_bleu4: float = 0.0  # and whose val BLEU-4 keeps this share of the start's (0: off)
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
+    # start Adam from the XE best.pt's moments (self-critical.pytorch loads its XE optimizer with
+    # --start_from) instead of fresh ones, whose first steps move every weight by about lr at once
+    init_optimizer: bool = False
 
 
 @dataclass

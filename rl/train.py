@@ -23,6 +23,7 @@ since sampling calls the model's step function directly, not its forward).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -197,6 +198,11 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
                          init=str(Path(cfg.init).resolve()), init_sha256=init_sha, scst_signature=signature)
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype,
                          refs)
+    if cfg.train.init_optimizer:
+        if "optimizer" not in xe:
+            raise CapawareError(cfg.init, "this XE checkpoint holds no optimizer state",
+                                "retrain it with python -m captioners.train, or set train.init_optimizer=false")
+        recipe = replace(recipe, optimizer_start=xe["optimizer"])
     return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, card, device, progress)
 
 

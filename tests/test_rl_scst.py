@@ -303,6 +303,35 @@ def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(x
         load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["train.keep_distinct=1.5"])
 
 
+def test_init_optimizer_continues_the_xe_runs_adam_state(xe_run, tmp_path):
+    """train.init_optimizer: SCST's Adam goes on from the XE best.pt's moments and step counts; by default
+    it starts fresh. An XE checkpoint without optimizer state is refused in one line."""
+    from rl.train import train
+
+    _, _, xe_best = xe_run
+    xe = torch.load(xe_best, weights_only=True)
+    xe_steps = {k: float(v["step"]) for k, v in xe["optimizer"]["state"].items()}
+    cfg_path = ROOT / "configs/demo/demo_att2all2_scst.yaml"
+    runs = {}
+    for carry in (True, False):
+        out = tmp_path / str(carry)
+        train(load_scst_config(cfg_path, rl_overrides(xe_run, out, "train.epochs=1", "train.lr=2e-3",
+                                                      f"train.init_optimizer={str(carry).lower()}")), progress=False)
+        runs[carry] = torch.load(out / "last.pt", weights_only=True)
+    scst_steps = runs[False]["step"]
+    assert scst_steps > 0 and min(xe_steps.values()) > 0
+    for k, v in runs[True]["optimizer"]["state"].items():
+        assert float(v["step"]) == xe_steps[k] + scst_steps
+    assert all(float(v["step"]) == scst_steps for v in runs[False]["optimizer"]["state"].values())
+    assert runs[True]["optimizer"]["param_groups"][0]["lr"] == pytest.approx(2e-3)  # this run's lr, not XE's (5e-3)
+
+    bare = tmp_path / "bare.pt"
+    torch.save({k: v for k, v in xe.items() if k != "optimizer"}, bare)
+    overrides = rl_overrides(xe_run, tmp_path / "bare", "train.init_optimizer=true") + [f"init={bare}"]
+    with pytest.raises(CapawareError, match="no optimizer state"):
+        train(load_scst_config(cfg_path, overrides), progress=False)
+
+
 def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
     from rl.train import StopRequested, train
 
