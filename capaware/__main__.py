@@ -1,0 +1,4 @@
+"""``python -m capaware ...`` = the ``capaware`` console script."""
+from capaware.cli import entry
+
+entry()

@@ -1,0 +1,123 @@
+"""The ``capaware`` command: one entry point for the jobs users of the toolkit have.
+
+    capaware demo                        the whole pipeline on the embedded default (make demo)
+    capaware run CONFIG [--from S] ...   the staged pipeline of a pipeline config (scripts/pipeline.sh)
+    capaware caption --model M IMAGES    caption your own images with an exported model
+    capaware export RUN/captioners/NAME  pack a trained captioner into one .capaware file
+    capaware score --preds P --refs R    BLEU/METEOR/ROUGE-L/CIDEr-D/SPICE (eval.captions)
+    capaware grounding RUN/captioners/N  CIDEr-D on real vs shuffled features (eval.grounding)
+    capaware doctor                      what this machine has: Java, METEOR, SPICE, torch, weights
+
+``score``, ``grounding`` and ``doctor`` hand their arguments to the ``python -m`` module that does the
+job (which keeps working on its own); ``demo`` and ``run`` run the shell pipeline of a checkout.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from capcore.errors import CapawareError, run_cli
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Command:
+    summary: str
+    example: str
+    run: Callable[[list[str]], int | None]
+    usage: str = ""  # the shell scripts' usage (the Python commands print their argparse help)
+
+
+def shell(script: str, args: list[str]) -> int:
+    """Run a pipeline script of the checkout capaware was installed from (editable install)."""
+    path = CHECKOUT / "scripts" / script
+    if not path.is_file():
+        raise CapawareError(path, "not found: demo and run need a checkout of capaware",
+                            "git clone it and pip install -e . there, or use the python -m entry points")
+    return subprocess.call(["bash", str(path), *args], cwd=CHECKOUT)
+
+
+def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
+    """A subcommand that is a ``python -m`` module's main, its help titled ``capaware <prog>``."""
+    def call(args: list[str]) -> int | None:
+        import importlib
+
+        main = importlib.import_module(module).main
+        sys.argv[0] = f"capaware {prog}"  # argparse's usage line
+        return main(args)
+    return call
+
+
+def run_caption(args: list[str]) -> int:
+    from capaware.caption_cli import main
+    return main(args)
+
+
+def run_export(args: list[str]) -> int:
+    from capaware.export_cli import main
+    return main(args)
+
+
+COMMANDS = {
+    "demo": Command("the whole pipeline on the embedded default, every output under runs/demo (make demo)",
+                    "capaware demo   # or: capaware demo --from captioners --force", lambda a: shell("demo.sh", a),
+                    "capaware demo [--from STAGE] [--to STAGE] [--force] [--run DIR]"),
+    "run": Command("the staged pipeline of a pipeline config: data stage1 features captioners rl scores report",
+                   "capaware run configs/paper/pipeline_paper.yaml --from features --to captioners",
+                   lambda a: shell("pipeline.sh", a),
+                   "capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]\n"
+                   "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes"),
+    "caption": Command("caption your own images (files or folders) with an exported .capaware model",
+                       "capaware caption --model model.capaware photos/ --out preds.json --attention att/",
+                       run_caption),
+    "export": Command("pack a trained captioner, its backbone and preprocessing into one .capaware file",
+                      "capaware export runs/demo/captioners/cap_topdown_scst -o model.capaware", run_export),
+    "score": Command("score captions with pycocoevalcap: BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE",
+                     "capaware score --preds preds.json --refs dataset_coco.json --split test",
+                     delegate("eval.captions", "score")),
+    "grounding": Command("does the captioner look at its image? CIDEr-D with real vs shuffled features",
+                         "capaware grounding runs/demo/captioners/cap_topdown", delegate("eval.grounding", "grounding")),
+    "doctor": Command("what this machine has for capaware: Java, METEOR, SPICE, torch, CPU/GPU, weights",
+                      "capaware doctor --quick", delegate("eval.doctor", "doctor")),
+}
+
+
+def overview() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:{width}s}  {c.summary}" for name, c in COMMANDS.items()]
+    return ("usage: capaware COMMAND [ARGS...]   (capaware COMMAND --help: its options and an example)\n\n"
+            "commands:\n" + "\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(overview(), end="")
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        raise CapawareError("command line", f"unknown command {name!r}", f"use one of {', '.join(COMMANDS)}")
+    command = COMMANDS[name]
+    if rest[:1] in (["-h"], ["--help"]):
+        print(f"capaware {name}: {command.summary}\nexample: {command.example}\n", flush=True)
+        if command.usage:
+            print(f"usage: {command.usage}")
+            return 0
+    status = command.run(rest)
+    return int(status or 0)
+
+
+def entry() -> None:
+    """The console script: one line for a CapawareError (exit 2), the job's exit status otherwise."""
+    status = 0
+
+    def call() -> None:
+        nonlocal status
+        status = main()
+    run_cli(call)
+    sys.exit(status)
+

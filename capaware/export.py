@@ -1,0 +1,101 @@
+"""``capaware export RUN/captioners/NAME -o model.capaware``: pack a trained captioner and the backbone
+that made its features into one file (capaware/model_file.py).
+
+What an image must go through is read from the captioner's own features file, not asked of the user:
+its attributes name the backbone checkpoint (and its SHA-256), the input policy and size, the grid,
+the storage dtype and the compute precision. The backbone is the file those attributes name; if its
+digest no longer matches, the features were made by other weights and the export stops.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from capcore.checkpoint import file_sha256, load_checkpoint
+from capcore.errors import CapawareError
+from captioners.card import CaptionerCard
+from embedder.data import IMAGENET_MEAN, IMAGENET_STD
+from feature_extract.backbone import load_backbone
+from feature_extract.config import BackboneConfig
+from feature_extract.h5io import open_features
+from capaware.model_file import ModelFile, Preprocessing, write_model_file
+
+DEFAULT_BEAM = 2  # the beam the demo's tables are scored with (eval stage)
+FEATURE_KEYS = ("backbone", "backbone_method", "arch", "checkpoint", "checkpoint_sha256", "input_policy",
+                "input_size", "att_size", "dtype", "precision", "n_images", "images")
+
+
+def capaware_version() -> str:
+    try:
+        return version("capaware")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def best_checkpoint(run: str | Path) -> Path:
+    """A captioner run folder (its best.pt) or a checkpoint file."""
+    run = Path(run)
+    path = run / "best.pt" if run.is_dir() else run
+    if not path.is_file():
+        raise CapawareError(path, "no trained captioner here", "pass RUN/captioners/NAME of a finished "
+                            "captioners.train or rl.train run (it holds best.pt)")
+    return path
+
+
+def feature_attrs(card: CaptionerCard, ckpt_path: Path) -> dict:
+    """The attributes of the features the captioner trained on; refused if another toolkit wrote them."""
+    with open_features(card.features) as f:
+        attrs = f.attrs
+    if "checkpoint_sha256" not in attrs or "input_size" not in attrs:
+        raise CapawareError(card.features, "features without stage two's attributes (written by another "
+                            "toolkit?): how images became them is unknown", "export a captioner trained on "
+                            "features from python -m feature_extract")
+    return attrs
+
+
+def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
+    """(the trunk's tensors and arch, the weight file's digest), checked against the features file."""
+    if attrs["backbone"] == "imagenet":
+        cfg = BackboneConfig(checkpoint="imagenet", arch=attrs["arch"], weights=attrs["checkpoint"])
+    else:
+        cfg = BackboneConfig(checkpoint=attrs["checkpoint"], arch=attrs["arch"])
+        digest = file_sha256(attrs["checkpoint"]) if Path(attrs["checkpoint"]).is_file() else None
+        if digest is not None and digest != attrs["checkpoint_sha256"]:
+            raise CapawareError(attrs["checkpoint"], f"is not the backbone that made {features} (its SHA-256 "
+                                "changed since the dump)", "dump the features again and retrain, or restore "
+                                "the checkpoint the features were made with")
+    model, info = load_backbone(cfg)
+    return {"arch": info.arch, "state": model.trunk.state_dict()}, info.checkpoint_sha256
+
+
+def scores_of(run_dir: Path) -> dict:
+    """The run's own score files (eval.captions' *.metrics.json, eval.grounding's grounding_*.json)."""
+    found = {}
+    for path in sorted(run_dir.glob("*.metrics.json")) + sorted(run_dir.glob("grounding_*.json")):
+        data = json.loads(path.read_text())
+        found[path.name] = {k: v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return found
+
+
+def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> Path:
+    """Write ``out`` (one file) from a captioner run; returns its path."""
+    path = best_checkpoint(run)
+    ckpt = load_checkpoint(path)
+    card = CaptionerCard.of(ckpt, path)
+    attrs = feature_attrs(card, path)
+    backbone, digest = backbone_of(attrs, card.features)
+    prep = Preprocessing(arch=backbone["arch"], input_policy=str(attrs["input_policy"]),
+                         input_size=int(attrs["input_size"]), mean=tuple(IMAGENET_MEAN.flatten().tolist()),
+                         std=tuple(IMAGENET_STD.flatten().tolist()), layer="layer4", att_size=int(attrs["att_size"]),
+                         feature_dtype=str(attrs["dtype"]), precision=str(attrs["precision"]))
+    provenance = {"capaware_version": capaware_version(), "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "checkpoint": str(path.resolve()), "checkpoint_sha256": file_sha256(path),
+                  "backbone_sha256": digest, "features": {k: attrs[k] for k in FEATURE_KEYS if k in attrs},
+                  "val_cider": float(ckpt.get("val_cider", float("nan"))), "epoch": int(ckpt.get("epoch", -1)),
+                  "scores": scores_of(path.parent)}
+    decoding = {"method": "beam" if beam_size > 1 else "greedy", "beam_size": int(beam_size),
+                "max_length": int(card.max_length)}
+    model = ModelFile(backbone, prep, ckpt["model"], card, decoding, provenance)
+    return write_model_file(out, model)
