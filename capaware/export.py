@@ -35,12 +35,20 @@ def capaware_version() -> str:
 
 
 def best_checkpoint(run: str | Path) -> Path:
-    """A captioner run folder (its best.pt) or a checkpoint file."""
+    """A captioner run folder (its best.pt), a checkpoint file, or a pipeline run folder: then the
+    captioner of RUN/captioners/ with the highest validation CIDEr-D (chosen on val, never on test)."""
     run = Path(run)
+    if (run / "captioners").is_dir() and not (run / "best.pt").is_file():
+        scored = [(float(load_checkpoint(p).get("val_cider", float("-inf"))), p)
+                  for p in sorted((run / "captioners").glob("*/best.pt"))]
+        if not scored:
+            raise CapawareError(run / "captioners", "no trained captioner (no */best.pt)",
+                                "run the pipeline's captioners stage first (capaware run CONFIG --to rl)")
+        return max(scored, key=lambda s: s[0])[1]
     path = run / "best.pt" if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "no trained captioner here", "pass RUN/captioners/NAME of a finished "
-                            "captioners.train or rl.train run (it holds best.pt)")
+                            "captioners.train or rl.train run (it holds best.pt), or the pipeline's RUN")
     return path
 
 

@@ -9,7 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from capcore.harness import StopRequested
+
+class StopRequested(Exception):
+    """Raised after ``train.stop_after_steps`` (capcore.harness): ``run_cli`` turns it into an abrupt exit,
+    like a kill."""
 
 
 class CapawareError(Exception):

@@ -77,17 +77,23 @@ PAPER_ROWS = {
     "L(Triplet)+M(Binary)": {"loss": "triplet", "mining": "binary", "margin": 0.2},
     "Margin+DWS": {"loss": "margin", "mining": "binary", "margin": 0.2},
 }
+# Rows of losses published after the paper, trained beside its rows and compared with its log-ratio + dense
+# row, but outside its claims (scripts/stage1_seeds.py keeps them out of the Fig. 3 and Fig. 5 verdicts).
+LATER_ROWS = {
+    "L(RnC)": {"loss": "rank_n_contrast", "mining": "dense"},  # Rank-N-Contrast, Zha et al. 2023 (issue #29)
+}
+ROWS = {**PAPER_ROWS, **LATER_ROWS}
 
 
 def expand_rows(raw, where: str):
-    """``{row: NAME, ...}`` entries of ``methods`` (and ``method``) -> full method entries (PAPER_ROWS)."""
+    """``{row: NAME, ...}`` entries of ``methods`` (and ``method``) -> full method entries (ROWS)."""
     def expand(entry):
         if not isinstance(entry, DictConfig) or "row" not in entry:
             return entry
         row = entry.pop("row")
-        if row not in PAPER_ROWS:
-            raise CapawareError(where, f"methods: unknown row {row!r}", f"use one of {sorted(PAPER_ROWS)}")
-        return OmegaConf.merge({"name": row, **PAPER_ROWS[row]}, entry)
+        if row not in ROWS:
+            raise CapawareError(where, f"methods: unknown row {row!r}", f"use one of {sorted(ROWS)}")
+        return OmegaConf.merge({"name": row, **ROWS[row]}, entry)
 
     if isinstance(raw.get("methods"), ListConfig):
         raw.methods = [expand(m) for m in raw.methods]
@@ -100,13 +106,14 @@ def expand_rows(raw, where: str):
 class MethodConfig:
     """One loss + mining combination (a row of the paper's retrieval tables)."""
     name: str = "L(Log-ratio)+M(Dense)"
-    loss: str = "log_ratio"  # log_ratio | triplet | margin
+    loss: str = "log_ratio"  # log_ratio | triplet | margin | rank_n_contrast
     mining: str = "dense"  # dense | binary
     margin: float = 0.03  # triplet: 0.03 dense, 0.2 binary; margin loss: alpha
     embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
     lr: Optional[float] = None  # overrides train.lr: the log-ratio gradient scales as 1/D(f_a, f_i)
     # (Eq. 6), unlike the triplet losses on unit vectors, so its best SGD step differs (README).
     distance: str = "squared"  # log-ratio D(f): squared (the paper, Eq. 5) | euclidean (the authors' released code)
+    temperature: float = 2.0  # rank_n_contrast: tau of exp(-||f_a - f_b|| / tau) (the authors' default 2)
     epochs: Optional[float] = None  # overrides train.epochs (controls: the same row at more steps)
     anchors_per_batch: Optional[int] = None  # overrides train.anchors_per_batch (controls: the paper's 1)
 
@@ -198,7 +205,7 @@ LAYOUT_LABELS = ("auto", "surfaces", "regions")
 SPACES = ("wmd", "tfidf")
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
-LOSSES = ("log_ratio", "triplet", "margin")
+LOSSES = ("log_ratio", "triplet", "margin", "rank_n_contrast")
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
@@ -243,6 +250,7 @@ def check(cfg, c: ConfigChecks) -> None:
         choice(f"{where}.distance", method.distance, DISTANCES)
         for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
             positive(f"{where}.{key}", getattr(method, key), allow_none=True)
+        positive(f"{where}.temperature", method.temperature)
     for d in cfg.dims:
         positive("dims", d)
 

@@ -38,6 +38,7 @@ from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
+from embedder.losses.rank_n_contrast import rank_n_contrast_loss
 from embedder.losses.triplet import triplet_loss
 from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
@@ -50,7 +51,7 @@ def slug(name: str) -> str:
 
 
 class MethodLoss(torch.nn.Module):
-    """Dispatch a method (loss, mining, margin) onto the pure loss functions."""
+    """Dispatch a method (loss, mining, margin, temperature) onto the pure loss functions."""
 
     def __init__(self, method, positives: int, eps: float, seed: int):
         super().__init__()
@@ -66,13 +67,16 @@ class MethodLoss(torch.nn.Module):
 
     @property
     def normalised(self) -> bool:
-        """Triplet and margin losses train L2-normalised embeddings, so retrieval uses them too."""
-        return self.method.loss != "log_ratio"
+        """Triplet and margin losses train L2-normalised embeddings, so retrieval uses them too; the
+        log-ratio and Rank-N-Contrast losses train the raw ones."""
+        return self.method.loss not in ("log_ratio", "rank_n_contrast")
 
     def forward(self, emb, anchors, label_dist, positive):
         m = self.method
         if m.loss == "log_ratio":
             return log_ratio_loss(emb, anchors, label_dist, eps=self.eps, squared=m.distance == "squared")
+        if m.loss == "rank_n_contrast":
+            return rank_n_contrast_loss(emb, anchors, label_dist, temperature=m.temperature)
         if m.loss == "margin":
             return self.margin_loss(emb, anchors, positive, generator=self.generator)
         mask = dense_triplet_mask(anchors, label_dist) if m.mining == "dense" else binary_triplet_mask(anchors, positive)

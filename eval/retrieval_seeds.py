@@ -1,13 +1,15 @@
 """Mean ± standard deviation of nDCG@K over several runs of one study (seeds), and the per-seed paired
 difference of one row against the others:
 ``python -m eval.retrieval_seeds RESULTS_DIR... [--k 1 5 10 20 50] [--reference NAME] [--against NAME...]
-[--matches] [--out FILE_STEM] [--machine TEXT] [--timing TEXT]``.
+[--beside NAME...] [--matches] [--out FILE_STEM] [--machine TEXT] [--timing TEXT]``.
 
 One seed's table cannot rank methods whose gaps are the size of the seed-to-seed spread; this puts
 the spread next to every mean. The paired difference (reference minus other, seed by seed: both rows
 of a seed share its queries and data order) is what an ordering claim rests on; the verdict line says
-``ahead``/``behind`` only where every seed agrees in sign, else ``not separated``. Each RESULTS_DIR
-holds a ``retrieval.json`` (``embedder.study``).
+``ahead``/``behind`` only where every seed agrees in sign, else ``not separated``. Rows named with
+``--beside`` (losses published after the paper, embedder.config.LATER_ROWS) are paired with the reference
+the same way, each with a verdict line of its own, but left out of the claim. Each RESULTS_DIR holds a
+``retrieval.json`` (``embedder.study``).
 """
 from __future__ import annotations
 
@@ -72,14 +74,18 @@ def verdict(diff: np.ndarray) -> str:
 
 
 def paired_table(paths: list[Path], ks: tuple[int, ...], reference: str = REFERENCE,
-                 against: list[str] | None = None, verdict_k: int = 10) -> tuple[str, dict]:
-    """Markdown of the paired differences and a summary dict (verdict per other row at ``verdict_k``)."""
+                 against: list[str] | None = None, verdict_k: int = 10,
+                 beside: list[str] | None = None) -> tuple[str, dict]:
+    """Markdown of the paired differences and a summary dict (verdict per other row at ``verdict_k``).
+    ``beside`` rows follow the others in the table; their summary entries say ``"beside": True``."""
     runs = load_runs(paths)
     names = common_rows(runs)
-    others = against or [n for n in names if n != reference and n not in BOUNDS]
+    beside = list(beside or [])
+    others = [o for o in against or [n for n in names if n != reference and n not in BOUNDS] if o not in beside]
+    others += beside
     missing = [o for o in others if o not in names]
     if missing:
-        raise CapawareError("--against", f"rows {missing} are not in every run", f"rows: {', '.join(names)}")
+        raise CapawareError("--against/--beside", f"rows {missing} are not in every run", f"rows: {', '.join(names)}")
     ks = tuple(k for k in ks if all(len(r[n]["ndcg"]) >= k for r in runs for n in [reference, *others]))
     diffs = {k: paired(runs, reference, others, k) for k in ks}
     lines = [f"{reference} minus each row, nDCG@K paired by seed (mean ± std over {len(runs)} seeds; "
@@ -91,6 +97,8 @@ def paired_table(paths: list[Path], ks: tuple[int, ...], reference: str = REFERE
         d = diffs[verdict_k][o] if verdict_k in diffs else diffs[ks[-1]][o]
         v = verdict(d)
         summary[o] = {"mean": float(d.mean()), "per_seed": d.tolist(), "verdict": v}
+        if o in beside:
+            summary[o]["beside"] = True
         lines.append(f"| {o} | " + " | ".join(f"{diffs[k][o].mean():+.3f} ± {diffs[k][o].std(ddof=1) if len(runs) > 1 else 0.0:.3f}"
                                              for k in ks) + f" | {int((d > 0).sum())}/{len(d)} | {v} |")
     return "\n".join(lines), summary
@@ -98,7 +106,8 @@ def paired_table(paths: list[Path], ks: tuple[int, ...], reference: str = REFERE
 
 def claim_line(reference: str, summary: dict, k: int = 10, matches: bool = False) -> str:
     """One plain sentence: does ``reference`` lead every other row, seed by seed (``matches``: is it
-    behind none of them, the Fig. 5 form of the claim)?"""
+    behind none of them, the Fig. 5 form of the claim)? Rows beside the claim are left out."""
+    summary = {o: s for o, s in summary.items() if not s.get("beside")}
     ahead = [o for o, s in summary.items() if s["verdict"] == "ahead"]
     behind = [o for o, s in summary.items() if s["verdict"] == "behind"]
     if len(ahead) == len(summary):
@@ -118,12 +127,29 @@ def claim_line(reference: str, summary: dict, k: int = 10, matches: bool = False
     return f"Verdict: the claim does not hold here at nDCG@{k}: {reference} is " + "; ".join(parts) + "."
 
 
+PHRASE = {"ahead": "ahead of", "behind": "behind", "not separated": "not separated from"}
+
+
+def beside_lines(reference: str, summary: dict, k: int = 10) -> dict[str, str]:
+    """{row: one plain sentence} for each row beside the claim: its own paired verdict against ``reference``."""
+    lines = {}
+    for o, s in summary.items():
+        if s.get("beside"):
+            d = np.array(s["per_seed"])
+            spread = f" ± {d.std(ddof=1):.3f}" if len(d) > 1 else ""
+            lines[o] = (f"Beside the claim: {reference} is {PHRASE[s['verdict']]} {o} at nDCG@{k} "
+                        f"(Δ {d.mean():+.3f}{spread}, {int((d > 0).sum())}/{len(d)} seeds ahead).")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m eval.retrieval_seeds", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="folders with a retrieval.json, one per seed")
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10, 20, 50])
     parser.add_argument("--reference", default=REFERENCE, help="the row whose lead is tested")
     parser.add_argument("--against", nargs="+", default=None, help="rows to compare with (default: all but Oracle)")
+    parser.add_argument("--beside", nargs="+", default=[],
+                        help="rows paired with the reference, each with a verdict of its own, outside the claim")
     parser.add_argument("--matches", action="store_true",
                         help="the claim is 'matches or beats' (behind none), not 'leads every row'")
     parser.add_argument("--out", default=None, help="write FILE.md and FILE.json (default: print only)")
@@ -133,17 +159,18 @@ def main(argv: list[str] | None = None) -> None:
     paths = [Path(p) for p in args.results]
     ks = tuple(args.k)
     table = seed_table(paths, ks)
-    diff_md, summary = paired_table(paths, ks, args.reference, args.against)
+    diff_md, summary = paired_table(paths, ks, args.reference, args.against, beside=args.beside)
     claim = claim_line(args.reference, summary, matches=args.matches)
+    beside = beside_lines(args.reference, summary)
     where = "; ".join(x for x in [args.machine and f"Machine: {args.machine}", args.timing and f"wall time: {args.timing}"] if x)
-    text = "\n\n".join([table, diff_md, claim] + ([where] if where else []))
+    text = "\n\n".join([table, diff_md, claim, *beside.values()] + ([where] if where else []))
     print(text)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_text(out.with_suffix(".md"), text + "\n")
         write_text(out.with_suffix(".json"), json.dumps({"runs": [str(p) for p in paths], "reference": args.reference,
-                                                         "paired_ndcg10": summary, "verdict": claim,
+                                                         "paired_ndcg10": summary, "verdict": claim, "beside": beside,
                                                          "machine": args.machine, "timing": args.timing}, indent=1))
 
 

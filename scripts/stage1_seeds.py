@@ -9,6 +9,8 @@ class-pretrained backbone, as every run of the paper shares the ImageNet weights
 ``eval.retrieval_seeds`` writes RUN/results/stage1_seeds/<study>.{md,json}: mean ± sd per row, and
 log-ratio + dense minus each other row, paired by seed (Fig. 5 sweeps: the smallest log-ratio
 embedding against every triplet row), and RUN/results/stage1_seeds/verdicts_<pipeline name>.md: one line per study.
+Rows of losses published after the paper (embedder.config.LATER_ROWS: Rank-N-Contrast) are paired with
+the same reference, each with a verdict line of its own, but stay out of the paper's claims.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore.atomic import write_text  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from capcore.run_layout import RunDir, StudyDir  # noqa: E402
+from embedder.config import LATER_ROWS  # noqa: E402
 from eval.retrieval_seeds import REFERENCE  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
@@ -48,12 +51,16 @@ def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:
 
 
 def comparison(cfg) -> list[str]:
-    """eval.retrieval_seeds arguments: who is compared with whom."""
+    """eval.retrieval_seeds arguments: who is compared with whom (rows of later losses: ``--beside``)."""
+    later = {r["loss"] for r in LATER_ROWS.values()}
+    suffixes = [f" {d}-D" for d in cfg.dims] or [""]
+    beside = [m.name + s for s in suffixes for m in cfg.methods if m.loss in later]
+    beside = ["--beside", *beside] if beside else []
     if not cfg.dims:
-        return ["--reference", REFERENCE]
+        return ["--reference", REFERENCE, *beside]
     small = min(cfg.dims)
-    triplets = [f"{m.name} {d}-D" for d in cfg.dims for m in cfg.methods if m.loss != "log_ratio"]
-    return ["--reference", f"{REFERENCE} {small}-D", "--against", *triplets, "--matches"]
+    triplets = [f"{m.name} {d}-D" for d in cfg.dims for m in cfg.methods if m.loss not in ("log_ratio", *later)]
+    return ["--reference", f"{REFERENCE} {small}-D", "--against", *triplets, "--matches", *beside]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,8 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         subprocess.run([sys.executable, "-m", "eval.retrieval_seeds", *results, "--out", str(out),
                         "--machine", args.machine, "--timing", ", ".join(timing), *comparison(cfg)],
                        check=True)
-        verdict = json.loads(out.with_suffix(".json").read_text())["verdict"]
-        verdicts.append(f"| {cfg.name} | {claim(cfg)} | {verdict.removeprefix('Verdict: ')} |")
+        seeds = json.loads(out.with_suffix(".json").read_text())
+        verdicts.append(f"| {cfg.name} | {claim(cfg)} | {seeds['verdict'].removeprefix('Verdict: ')} |")
+        verdicts += [f"| {cfg.name}: {row} | {row} (after the paper) against {seeds['reference']} | "
+                     f"{line.removeprefix('Beside the claim: ')} |" for row, line in seeds.get("beside", {}).items()]
     path = summary / f"verdicts_{plan.cfg.name}.md"
     lines = [f"Paper claims against the study tables (nDCG@10, paired by seed; {args.machine})", "",
              "| study | claim | verdict |", "|---|---|---|", *merge_rows(path, verdicts)]

@@ -76,6 +76,12 @@ def test_export_is_one_self_describing_file(trained, model_file):
     assert m.decoding == {"method": "beam", "beam_size": 2, "max_length": m.card.max_length}
     assert m.provenance["val_cider"] == pytest.approx(best["val_cider"])
     assert torch.load(model_file, weights_only=True)["format"] == FORMAT
+    from capaware.export import best_checkpoint  # a pipeline run folder: its best captioner on val
+    (trained[0] / "run" / "captioners").mkdir(parents=True)
+    for name, score in (("a", 0.2), ("b", 0.5), ("c", 0.1)):
+        (trained[0] / "run" / "captioners" / name).mkdir()
+        torch.save({"val_cider": score}, trained[0] / "run" / "captioners" / name / "best.pt")
+    assert best_checkpoint(trained[0] / "run") == trained[0] / "run" / "captioners" / "b" / "best.pt"
 
 
 def test_caption_gives_decodes_captions_from_the_same_features(trained, model_file, tmp_path, capsys):

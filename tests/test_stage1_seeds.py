@@ -27,8 +27,10 @@ def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
 
 def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
     args = comparison(load_config("configs/study/study_pose_dims.yaml", []))
-    assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[-1] == "--matches"
-    assert args[3:-1] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 128)]
+    matches = args.index("--matches")
+    assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[2] == "--against"
+    assert args[3:matches] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 128)]
+    assert args[matches + 1:] == ["--beside", *(f"L(RnC) {d}-D" for d in (16, 128))]  # after the paper: no claim
     assert comparison(load_config("configs/demo/demo_pose.yaml", [])) == ["--reference", "L(Log-ratio)+M(Dense)"]
 
 
