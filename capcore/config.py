@@ -5,7 +5,9 @@ naming the key and the file. Each stage owns its schema (``embedder.config``, ``
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,26 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from capcore.errors import CapawareError
+from capcore.fingerprint import bookkeeping
+
+
+@dataclass
+class RunConfig:
+    """The head of every training stage's schema (stage one, captioner XE, SCST): the run's name, its
+    seed, the device, and the run folder that configs put every output under."""
+    name: str = bookkeeping("run")
+    seed: int = 0
+    device: str = bookkeeping("auto")  # auto | cpu | cuda
+    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
+
+
+def config_arguments(doc: str, argv: list[str] | None = None) -> tuple[str, list[str]]:
+    """``--config FILE [key=value ...]``: the command line of every training entry point."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
+    args = parser.parse_args(argv)
+    return args.config, args.overrides
 
 
 def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import ConfigChecks, load_config
+from capcore.config import ConfigChecks, RunConfig, load_config
 from capcore.device import PRECISIONS
-from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping
 
 
@@ -84,11 +83,8 @@ class CapValConfig:
 
 
 @dataclass
-class CaptionerConfig:
+class CaptionerConfig(RunConfig):
     name: str = bookkeeping("demo_att2all2")
-    seed: int = 0
-    device: str = bookkeeping("auto")  # auto | cpu | cuda
-    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
     out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2")
     data: CapDataConfig = field(default_factory=CapDataConfig)
     model: CapModelConfig = field(default_factory=CapModelConfig)

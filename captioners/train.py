@@ -14,14 +14,13 @@ writes; dropout and scheduled sampling draw per-process, per-step seeded streams
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
 
 from capcore import distributed
-from capcore.config import config_hash
+from capcore.config import config_arguments, config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
@@ -107,11 +106,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
-    args = parser.parse_args(argv)
-    cfg = load_captioner_config(args.config, args.overrides)
+    cfg = load_captioner_config(*config_arguments(__doc__, argv))
     train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
 

@@ -30,10 +30,8 @@ from tqdm import tqdm
 
 from capcore import distributed
 from capcore.atomic import write_text
-from capcore.checkpoint import load_checkpoint, save_checkpoint
-from capcore.config import config_hash
-from capcore.errors import CapawareError
-from capcore.harness import StopRequested, asked_to_stop
+from capcore.checkpoint import save_checkpoint
+from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.card import CaptionerCard
 from captioners.data import (
@@ -75,7 +73,7 @@ class Recipe:
     validate_first: bool = False  # score the starting weights (SCST: best.pt is never worse than its XE start)
     describe_val: Callable[[dict[int, str]], tuple[dict, str]] | None = None  # extra history fields + note
     summary: Callable[[dict], str] | None = None  # the end-of-run line per validation, after the epoch
-    extra_state: tuple[Callable[[], dict], Callable[[dict], None]] | None = None  # e.g. the sampling RNG
+    rngs: dict[str, torch.Generator] = field(default_factory=dict)  # saved and restored with last.pt (SCST's sampler)
     begin_epoch: Callable[[int], None] | None = None
     other_start: str = ""  # what else a checkpoint with another fingerprint may come from, for the error
     eligible: Callable[[dict, dict], bool] | None = None  # (validation, first validation) -> may it be best.pt?
@@ -110,158 +108,199 @@ def clip_gradients(model: torch.nn.Module, mode: str, limit: float) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), limit)
 
 
+@dataclass
+class Progress:
+    """What a run has done: optimiser steps, the best val CIDEr-D, every validation, and the per-step
+    numbers since the last one (their means go into the next validation's history entry)."""
+    step: int = 0
+    best: float = -math.inf
+    history: list[dict] = field(default_factory=list)
+    stats: dict[str, list[float]] = field(default_factory=dict)
+
+    def fields(self) -> dict:
+        return {"step": self.step, "best_cider": self.best, "history": self.history, "epoch_stats": self.stats}
+
+    @classmethod
+    def restored(cls, state: dict, keys: tuple[str, ...]) -> "Progress":
+        stats = {k: [] for k in keys}
+        stats.update({k: [float(x) for x in v] for k, v in state["epoch_stats"].items()})
+        return cls(int(state["step"]), float(state["best_cider"]), list(state["history"]), stats)
+
+
+class CaptionerLoop:
+    """One run of ``recipe`` (XE or SCST): resume, validation, checkpoints, and the loop over epochs."""
+
+    def __init__(self, cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset,
+                 val_set: CaptionDataset, refs: dict[int, list[str]], vocab: list[str], max_length: int,
+                 card: CaptionerCard, device: torch.device, progress: bool):
+        self.cfg, self.recipe, self.model, self.train_set, self.val_set = cfg, recipe, model, train_set, val_set
+        self.refs, self.vocab, self.max_length, self.card, self.device = refs, vocab, max_length, card, device
+        t = cfg.train
+        self.where, self.rank0, self.world = CaptionerDir(Path(cfg.out_dir)), distributed.is_main(), distributed.world_size()
+        self.opt = torch.optim.Adam(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps,
+                                    weight_decay=t.weight_decay)
+        if recipe.optimizer_start is not None:  # its moments; the lr, warm-up and decay stay this run's
+            self.opt.load_state_dict(recipe.optimizer_start)
+        self.per_epoch = steps_per_epoch(len(train_set), t.batch_size)
+        self.total = t.epochs * self.per_epoch
+        self.last = LoopCheckpoint(self.where.last, card.fingerprint, {"model": model, "optimizer": self.opt},
+                                   dict(recipe.rngs), other=f"another config{recipe.other_start}")
+        self.p = Progress(stats={k: [] for k in recipe.stats})
+        self.show = progress
+
+    def resume(self) -> bool:
+        """Restore last.pt if there is one; True when that run had finished."""
+        state = self.last.load(self.device)
+        if state is None:
+            return False
+        self.p = Progress.restored(state, self.recipe.stats)
+        return bool(state["done"])
+
+    def start(self) -> None:
+        """Rank 0 writes the merged config and the manifest, and says what precision runs."""
+        if not self.rank0:
+            return
+        out, card = self.where.root, self.card
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(self.where.config, OmegaConf.to_yaml(self.cfg, resolve=True))
+        print(f"{self.recipe.kind} {self.cfg.name}: {card.precision}", flush=True)
+        manifest = CaptionerManifest(stage=card.stage, core=card.core, features=card.features,
+                                     refs=str(self.cfg.data.json), precision=card.precision,
+                                     scst_signature=card.scst_signature or "")
+        write_manifest(self.where.manifest, manifest, self.cfg.run_dir)
+
+    def checkpoint(self, done: bool) -> None:
+        if self.rank0:
+            self.last.save({**self.p.fields(), "done": done, **self.card.to_dict()}, self.device)
+
+    def validate(self, epoch: int, lr: float) -> None:
+        """Decode val, score CIDEr-D (pycocoevalcap), log it, and keep best.pt when it is the best eligible."""
+        cfg, p, recipe = self.cfg, self.p, self.recipe
+        preds, _ = generate(self.model, self.val_set, self.vocab, self.device, cfg.val.batch_size, self.max_length,
+                            "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size)
+        score, _ = corpus_cider_d(preds, self.refs)
+        extra, note = recipe.describe_val(preds) if recipe.describe_val else ({}, "")
+        means = {k: float(np.mean(v)) if v else None for k, v in p.stats.items()}
+        p.history.append({"epoch": epoch, "step": p.step, "cider_d": score, "lr": lr, **means, **extra})
+        self.writer.add_scalar("val/cider_d", score, p.step)
+        for k, v in extra.items():
+            self.writer.add_scalar(f"val/{k}", v, p.step)
+        first = next(iter(preds.items()))
+        tqdm.write(f"{cfg.name} epoch {epoch}: val CIDEr-D {score:.3f} ({len(preds)} images){note}, "
+                   f"e.g. {first[0]}: {first[1]!r}")
+        for v in p.stats.values():
+            v.clear()
+        may_be_best = recipe.eligible is None or len(p.history) == 1 or recipe.eligible(p.history[-1], p.history[0])
+        if recipe.eligible is not None:
+            p.history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
+        if score > p.best and may_be_best:
+            p.best = score
+            save_checkpoint({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "epoch": epoch,
+                             "step": p.step, "val_cider": score, **self.card.to_dict()}, self.where.best)
+
+    def train_epoch(self, epoch: int, lr: float, net: torch.nn.Module) -> None:
+        """The epoch's remaining steps (a resumed run starts mid-epoch); returns at the epoch's end."""
+        cfg, t, p, recipe = self.cfg, self.cfg.train, self.p, self.recipe
+        batches = EpochBatches(len(self.train_set), t.batch_size, cfg.seed, epoch, p.step % self.per_epoch)
+        if self.world > 1:
+            batches = ShardedBatches(batches, distributed.rank(), self.world)
+        for i, batch in enumerate(loader(self.train_set, batches, cfg.data.num_workers)):
+            if self.world > 1:  # dropout and sampling draw per-process, per-step seeded streams
+                torch.manual_seed(distributed.rank_seed(cfg.seed, p.step))
+            if p.step <= t.lr_warmup_steps:  # a function of the step alone: a resumed run warms up the same
+                for group in self.opt.param_groups:
+                    group["lr"] = warmed_lr(lr, p.step, t.lr_warmup_steps)
+            result = recipe.step(batch, StepContext(net, epoch, lr, batches, i, self.world))
+            self.opt.zero_grad(set_to_none=True)
+            result.loss.backward()
+            if not recipe.ddp:
+                distributed.average_grads(self.model.parameters())
+            clip_gradients(self.model, t.grad_clip_mode, t.grad_clip)
+            self.opt.step()
+            p.step += 1
+            for key, value in result.stats.items():
+                p.stats[key].append(value)
+            self.bar.update(1)
+            if p.step % t.log_every == 0:
+                for key, value in result.scalars.items():
+                    self.writer.add_scalar(f"{recipe.log_prefix}/{key}", value, p.step)
+                self.bar.set_postfix({k: f"{v:.3f}" for k, v in result.postfix.items()}, best=f"{max(p.best, 0):.3f}")
+            if p.step % self.per_epoch == 0:
+                return  # epoch end: validate before the checkpoint, so a resume never skips it
+            if p.step % t.ckpt_every == 0:
+                self.checkpoint(done=False)
+            if asked_to_stop(p.step, t.stop_after_steps):
+                distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
+                raise StopRequested(p.step)  # like a kill: what came after the last checkpoint is lost
+
+    def end_epoch(self, epoch: int, lr: float) -> bool:
+        """Validate (every val.every_epochs), checkpoint, and say whether the plateau stop ends the run."""
+        t, p = self.cfg.train, self.p
+        if self.rank0 and (epoch % self.cfg.val.every_epochs == 0 or p.step == self.total):
+            self.validate(epoch, lr)
+        stopped = self.rank0 and plateaued(p.history, t.patience)
+        if self.world > 1:  # every process stops together: rank 0's decision, summed over processes
+            stopped = bool(distributed.all_sum(torch.tensor(float(stopped), device=self.device)).item() > 0)
+        self.checkpoint(done=p.step == self.total or stopped)
+        if self.rank0:
+            write_text(self.where.history, json.dumps(p.history, indent=1))
+        distributed.barrier()  # the others wait for rank 0's validation and checkpoint
+        if stopped and self.rank0:
+            tqdm.write(f"{self.cfg.name}: val CIDEr-D has not risen for {t.patience} validations; stopping at "
+                       f"epoch {epoch} of {t.epochs}")
+        return stopped
+
+    def run(self) -> Path:
+        """The loop: (score the start) -> epochs of steps, each ended by validation and a checkpoint."""
+        t, p, recipe = self.cfg.train, self.p, self.recipe
+        # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
+        self.writer = distributed.summary_writer(str(self.where.root / "tb"), purge_step=p.step + 1)
+        if recipe.validate_first and p.step == 0 and not p.history:
+            if self.rank0:
+                self.validate(0, t.lr)
+                write_text(self.where.history, json.dumps(p.history, indent=1))
+            self.checkpoint(done=False)
+            distributed.barrier()
+        self.bar = tqdm(total=self.total, initial=p.step, desc=self.cfg.name, disable=not (self.show and self.rank0))
+        net = distributed.wrap(self.model, self.device) if recipe.ddp else self.model
+        while p.step < self.total:
+            epoch = p.step // self.per_epoch
+            lr = lr_at(t, epoch)
+            for group in self.opt.param_groups:
+                group["lr"] = lr
+            if recipe.begin_epoch:
+                recipe.begin_epoch(epoch)
+            self.train_epoch(epoch, lr, net)
+            if self.end_epoch(epoch + 1, lr):
+                break
+            if asked_to_stop(p.step, t.stop_after_steps, self.total):
+                raise StopRequested(p.step)
+        self.bar.close()
+        self.writer.close()
+        return self.where.best
+
+    def report(self) -> None:
+        if not self.rank0:
+            return
+        p = self.p
+        print(f"{self.recipe.kind} {self.cfg.name}: {p.step} steps, best val CIDEr-D {p.best:.3f} -> {self.where.best}")
+        for h in p.history:
+            print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  "
+                  + (self.recipe.summary(h) if self.recipe.summary else "") + f"  lr {h['lr']:.2e}")
+
+
 def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, val_set: CaptionDataset,
         refs: dict[int, list[str]], vocab: list[str], max_length: int, card: CaptionerCard, device: torch.device,
         progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished) with ``recipe``'s step; returns the path of best.pt.
     ``card`` goes into every checkpoint (model_args, vocabulary, paths, fingerprint...: captioners.card)."""
-    out, t = Path(cfg.out_dir), cfg.train
-    where = CaptionerDir(out)
-    world, rank0 = distributed.world_size(), distributed.is_main()
-    opt = torch.optim.Adam(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps, weight_decay=t.weight_decay)
-    per_epoch = steps_per_epoch(len(train_set), t.batch_size)
-    total = t.epochs * per_epoch
-    last, best_path = where.last, where.best
-    step, best, history = 0, -math.inf, []
-    stats: dict[str, list[float]] = {k: [] for k in recipe.stats}  # per step, since the last validation
-    if recipe.optimizer_start is not None:  # its moments; the lr, warm-up and decay stay this run's
-        opt.load_state_dict(recipe.optimizer_start)
-    if last.is_file():
-        state = load_checkpoint(last)
-        if state["fingerprint"] != card.fingerprint:
-            raise CapawareError(last, f"checkpoint belongs to another config{recipe.other_start}",
-                                "delete the run folder or choose another out_dir")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
-        if device.type == "cuda" and "cuda_rng" in state:
-            torch.cuda.set_rng_state(state["cuda_rng"])
-        if recipe.extra_state:
-            recipe.extra_state[1](state["extra"])
-        step, best, history = int(state["step"]), float(state["best_cider"]), list(state["history"])
-        stats.update({k: [float(x) for x in v] for k, v in state["epoch_stats"].items()})
-        if state["done"]:
-            if rank0:
-                print(f"{recipe.kind} {cfg.name}: already trained ({step} steps, best CIDEr-D {best:.3f})"
-                      f" -> {best_path}")
-            return best_path
-    if rank0:
-        out.mkdir(parents=True, exist_ok=True)
-        write_text(where.config, OmegaConf.to_yaml(cfg, resolve=True))
-        print(f"{recipe.kind} {cfg.name}: {card.precision}", flush=True)
-        manifest = CaptionerManifest(stage=card.stage, core=card.core, features=card.features, refs=str(cfg.data.json),
-                                     precision=card.precision, scst_signature=card.scst_signature or "")
-        write_manifest(where.manifest, manifest, cfg.run_dir)
-
-    def checkpoint(done: bool) -> None:
-        if not rank0:
-            return
-        state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "torch_rng": torch.get_rng_state(),
-                 "step": step, "best_cider": best, "history": history, "epoch_stats": stats, "done": done,
-                 **card.to_dict()}
-        if recipe.extra_state:
-            state["extra"] = recipe.extra_state[0]()
-        if device.type == "cuda":
-            state["cuda_rng"] = torch.cuda.get_rng_state()
-        save_checkpoint(state, last)
-
-    # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
-    writer = distributed.summary_writer(str(out / "tb"), purge_step=step + 1)
-
-    def validate(epoch: int, lr: float) -> None:
-        nonlocal best
-        preds, _ = generate(model, val_set, vocab, device, cfg.val.batch_size, max_length,
-                            "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size)
-        score, _ = corpus_cider_d(preds, refs)
-        extra, note = recipe.describe_val(preds) if recipe.describe_val else ({}, "")
-        means = {k: float(np.mean(v)) if v else None for k, v in stats.items()}
-        history.append({"epoch": epoch, "step": step, "cider_d": score, "lr": lr, **means, **extra})
-        writer.add_scalar("val/cider_d", score, step)
-        for k, v in extra.items():
-            writer.add_scalar(f"val/{k}", v, step)
-        first = next(iter(preds.items()))
-        tqdm.write(f"{cfg.name} epoch {epoch}: val CIDEr-D {score:.3f} ({len(preds)} images){note}, "
-                   f"e.g. {first[0]}: {first[1]!r}")
-        for v in stats.values():
-            v.clear()
-        may_be_best = recipe.eligible is None or len(history) == 1 or recipe.eligible(history[-1], history[0])
-        if recipe.eligible is not None:
-            history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
-        if score > best and may_be_best:
-            best = score
-            save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch, "step": step,
-                             "val_cider": score, **card.to_dict()}, best_path)
-
-    if recipe.validate_first and step == 0 and not history:
-        if rank0:
-            validate(0, t.lr)
-            write_text(where.history, json.dumps(history, indent=1))
-        checkpoint(done=False)
-        distributed.barrier()
-    bar = tqdm(total=total, initial=step, desc=cfg.name, disable=not (progress and rank0))
-    net = distributed.wrap(model, device) if recipe.ddp else model
-    while step < total:
-        epoch, start = divmod(step, per_epoch)
-        lr = lr_at(t, epoch)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        if recipe.begin_epoch:
-            recipe.begin_epoch(epoch)
-        batches = EpochBatches(len(train_set), t.batch_size, cfg.seed, epoch, start)
-        if world > 1:
-            batches = ShardedBatches(batches, distributed.rank(), world)
-        for i, batch in enumerate(loader(train_set, batches, cfg.data.num_workers)):
-            if world > 1:  # dropout and sampling draw per-process, per-step seeded streams
-                torch.manual_seed(distributed.rank_seed(cfg.seed, step))
-            if step <= t.lr_warmup_steps:  # a function of the step alone: a resumed run warms up the same
-                for group in opt.param_groups:
-                    group["lr"] = warmed_lr(lr, step, t.lr_warmup_steps)
-            result = recipe.step(batch, StepContext(net, epoch, lr, batches, i, world))
-            opt.zero_grad(set_to_none=True)
-            result.loss.backward()
-            if not recipe.ddp:
-                distributed.average_grads(model.parameters())
-            clip_gradients(model, t.grad_clip_mode, t.grad_clip)
-            opt.step()
-            step += 1
-            for key, value in result.stats.items():
-                stats[key].append(value)
-            bar.update(1)
-            if step % t.log_every == 0:
-                for key, value in result.scalars.items():
-                    writer.add_scalar(f"{recipe.log_prefix}/{key}", value, step)
-                bar.set_postfix({k: f"{v:.3f}" for k, v in result.postfix.items()}, best=f"{max(best, 0):.3f}")
-            if step % per_epoch == 0:
-                break  # epoch end: validate before the checkpoint, so a resume never skips it
-            if step % t.ckpt_every == 0:
-                checkpoint(done=False)
-            if asked_to_stop(step, t.stop_after_steps):
-                distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
-                raise StopRequested(step)  # like a kill: what came after the last checkpoint is lost
-        epoch += 1
-        if rank0 and (epoch % cfg.val.every_epochs == 0 or step == total):
-            validate(epoch, lr)
-        stopped = rank0 and plateaued(history, t.patience)
-        if world > 1:  # every process stops together: rank 0's decision, summed over processes
-            stopped = bool(distributed.all_sum(torch.tensor(float(stopped), device=device)).item() > 0)
-        checkpoint(done=step == total or stopped)
-        if rank0:
-            write_text(where.history, json.dumps(history, indent=1))
-        distributed.barrier()  # the others wait for rank 0's validation and checkpoint
-        if stopped:
-            if rank0:
-                tqdm.write(f"{cfg.name}: val CIDEr-D has not risen for {t.patience} validations; stopping at "
-                           f"epoch {epoch} of {t.epochs}")
-            break
-        if asked_to_stop(step, t.stop_after_steps, total):
-            raise StopRequested(step)
-    bar.close()
-    writer.close()
-    if rank0:
-        print(f"{recipe.kind} {cfg.name}: {step} steps, best val CIDEr-D {best:.3f} -> {best_path}")
-        for h in history:
-            print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  "
-                  + (recipe.summary(h) if recipe.summary else "") + f"  lr {h['lr']:.2e}")
-    return best_path
-
-
+    loop = CaptionerLoop(cfg, recipe, model, train_set, val_set, refs, vocab, max_length, card, device, progress)
+    if loop.resume():
+        if loop.rank0:
+            print(f"{recipe.kind} {cfg.name}: already trained ({loop.p.step} steps, best CIDEr-D {loop.p.best:.3f})"
+                  f" -> {loop.where.best}")
+        return loop.where.best
+    loop.start()
+    best = loop.run()
+    loop.report()
+    return best

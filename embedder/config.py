@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from capcore.config import ConfigChecks
+from capcore.config import ConfigChecks, RunConfig
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping
@@ -179,11 +179,8 @@ class EvalConfig:
 
 
 @dataclass
-class Stage1Config:
+class Stage1Config(RunConfig):
     name: str = bookkeeping("demo_pose")
-    seed: int = 0
-    device: str = bookkeeping("auto")  # auto | cpu | cuda
-    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
     out_dir: str = bookkeeping("runs/demo_pose")
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)

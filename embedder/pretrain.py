@@ -40,6 +40,7 @@ from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
+from capcore.harness import LoopCheckpoint
 from capcore.optim import adam
 from capcore.run_layout import TrainDir
 from embedder.config import load_config
@@ -198,20 +199,6 @@ def lr_factor(decay: str, step: int, total: int) -> float:
     return 1.0 if decay == "none" else 0.5 * (1.0 + math.cos(math.pi * step / total))
 
 
-def resume(ckpt: Path, fingerprint: str, model: torch.nn.Module, opt: torch.optim.Optimizer) -> int:
-    """Load a killed run's weights and optimizer from ``ckpt`` when it is there; return the step to go on
-    from (0 for a fresh run). A checkpoint of other settings is refused in one line."""
-    if not ckpt.is_file():
-        return 0
-    state = load_checkpoint(ckpt)
-    if state["fingerprint"] != fingerprint:
-        raise CapawareError(ckpt, "checkpoint belongs to other pretrain settings",
-                            f"delete {ckpt.parent} to retrain it, or set another out_dir")
-    model.load_state_dict(state["model"])
-    opt.load_state_dict(state["optimizer"])
-    return int(state["step"])
-
-
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     """Train trunk + a linear classifier on ``views`` (softmax cross-entropy on one kind per crop for
     identity targets, BCE on the multi-hot tags for attributes); return the checkpoint path. A finished
@@ -233,8 +220,10 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
-    ckpt = TrainDir(out_dir).last
-    step = resume(ckpt, fingerprint, model, opt)
+    last = LoopCheckpoint(TrainDir(out_dir).last, fingerprint, {"model": model, "optimizer": opt},
+                          other="other pretrain settings")
+    state = last.load(device)  # a killed run goes on; a checkpoint of other settings is refused in one line
+    step = int(state["step"]) if state else 0
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
     model.train()
     for step in tqdm(range(step, total), initial=step, total=total, desc="class pretraining",
@@ -258,14 +247,13 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
         if (step + 1) % 10 == 0:
             writer.add_scalar(f"pretrain/{'bce' if p.targets == 'attributes' else 'cross_entropy'}", loss.item(), step + 1)
         if (step + 1) % p.ckpt_every == 0:
-            save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
-                             "fingerprint": fingerprint}, ckpt)
+            last.save({"step": step + 1}, device)
     writer.close()
     save_checkpoint({"model": model.state_dict(), "arch": cfg.model.arch, "embed_dim": len(views.names),
                      "kind": "class-pretrained", "targets": p.targets, "step": total, "normalised": False,
                      "tags": views.names, "input_size": views.bank.size, "crop": views.crop,
                      "fingerprint": fingerprint}, final)
-    ckpt.unlink(missing_ok=True)
+    last.path.unlink(missing_ok=True)
     return final
 
 

@@ -15,9 +15,9 @@ with its own statistics (``sync``: SyncBatchNorm, CUDA only; ``frozen``: running
 """
 from __future__ import annotations
 
-import argparse
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +26,12 @@ from torch.nn.utils import get_total_norm
 from tqdm import tqdm
 
 from capcore import distributed
-from capcore.checkpoint import load_checkpoint, save_checkpoint
+from capcore.config import config_arguments
+from capcore.checkpoint import load_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
-from capcore.harness import StopRequested, asked_to_stop
+from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
@@ -212,142 +213,165 @@ def freeze_bn(model: torch.nn.Module) -> None:
             m.eval()
 
 
+def make_optimizer(t, params: list, lr: float) -> torch.optim.Optimizer:
+    if t.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
+    if t.optimizer == "adam":
+        return adam(params, lr=lr, weight_decay=t.weight_decay)
+    raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
+
+
+@dataclass
+class StageOneRun:
+    """Everything one row's training holds, built in a fixed order (the seeded initialisation first)."""
+    model: torch.nn.Module
+    criterion: MethodLoss
+    prefix: torch.nn.Module  # the frozen first stages (empty with train.freeze=none)
+    rest: torch.nn.Module
+    params: list
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    sampler: AnchorBatchSampler
+    total: int
+    device: torch.device
+    dtype: torch.dtype | None
+    world: int
+    rank: int
+
+    @classmethod
+    def build(cls, cfg, method, dim: int, nn_idx: np.ndarray, progress: bool) -> "StageOneRun":
+        t = cfg.train
+        device = pick_device(cfg.device)
+        dtype, precision = precision_choice(t.precision, device)
+        world, rank = distributed.init(device), distributed.rank()
+        if world > t.batch_size:
+            raise CapawareError("train.batch_size", f"{t.batch_size} images cannot be shared by {world} processes",
+                                f"set train.batch_size >= {world} or start fewer processes")
+        if rank == 0 and progress:
+            print(f"{method.name}: {precision}", flush=True)
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device)
+        model = prepare_batchnorm(model.to(memory_format=memory_format()), t.batchnorm, device, world)
+        criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
+        prefix, rest = model.split_trunk(t.freeze)
+        prefix.requires_grad_(False)
+        params = [p for p in model.parameters() if p.requires_grad] + list(criterion.parameters())
+        opt = make_optimizer(t, params, method.lr if method.lr is not None else t.lr)
+        sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, method.anchors_per_batch or t.anchors_per_batch, cfg.seed)
+        per_epoch = sampler.steps_per_epoch()
+        total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
+        return cls(model, criterion, prefix, rest, params, opt, sched, sampler, total, device, dtype, world, rank)
+
+    def checkpoint(self, fingerprint: str, path: Path) -> LoopCheckpoint:
+        return LoopCheckpoint(path, fingerprint, {"model": self.model, "criterion": self.criterion,
+                                                  "optimizer": self.opt, "scheduler": self.sched},
+                              {"loss_rng": self.criterion.generator}, other="another config or method")
+
+    def network_inputs(self, bank):
+        """(what the loader serves per item index, how a served batch becomes the network's input)."""
+        if len(self.prefix):  # the frozen prefix runs once per image, here, instead of once per step
+            maps = frozen_maps(self.prefix, bank, self.device, self.dtype)
+            # the loader yields item indices and the maps are gathered here: on CUDA ``maps`` lives on the
+            # GPU, which a forked DataLoader worker (data.num_workers > 0) must never touch
+            return torch.as_tensor, (lambda index: maps[index.to(maps.device)])
+        layout = memory_format()
+        return bank.uint8, (lambda x: normalise(x, self.device).contiguous(memory_format=layout))
+
+
+def step_loader(steps: StepBatches, workers: int) -> torch.utils.data.DataLoader:
+    """Items are whole steps (batch_size None): workers decode images and compute label distances ahead."""
+    return torch.utils.data.DataLoader(steps, batch_size=None, shuffle=False, num_workers=workers,
+                                       persistent_workers=False, prefetch_factor=2 if workers else None)
+
+
+def log_step(writer, run: StageOneRun, loss: torch.Tensor, step: int) -> None:
+    writer.add_scalar("train/loss", loss.item(), step)
+    writer.add_scalar("train/lr", run.sched.get_last_lr()[0], step)
+    grads = [p.grad for p in run.params if p.grad is not None]
+    writer.add_scalar("train/grad_norm", float(get_total_norm(grads)), step)
+
+
 def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True,
                  on_step=None) -> Path:
     """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt.
 
     ``on_step(step, model)``, when given, is called after every optimiser step (the benchmarks' learning
     curves); it must leave the model's mode and weights as it found them."""
-    out_dir = Path(out_dir)
-    final = TrainDir(out_dir).model
-    if final.is_file():
-        if load_checkpoint(final).get("fingerprint") != method_fingerprint(cfg, method):
-            raise CapawareError(final, "a finished run of another config or method is in the way",
+    where, t, fingerprint = TrainDir(Path(out_dir)), cfg.train, method_fingerprint(cfg, method)
+    if where.model.is_file():
+        if load_checkpoint(where.model).get("fingerprint") != fingerprint:
+            raise CapawareError(where.model, "a finished run of another config or method is in the way",
                                 f"delete {out_dir} to retrain, or choose another out_dir")
-        return final
-    t = cfg.train
+        return where.model
     dim = method.embed_dim or cfg.model.embed_dim
-    device = pick_device(cfg.device)
-    dtype, precision = precision_choice(t.precision, device)
-    world, rank = distributed.init(device), distributed.rank()
-    if world > t.batch_size:
-        raise CapawareError("train.batch_size", f"{t.batch_size} images cannot be shared by {world} processes",
-                            f"set train.batch_size >= {world} or start fewer processes")
-    rank0 = rank == 0
-    if rank0 and progress:
-        print(f"{method.name}: {precision}", flush=True)
-    torch.manual_seed(cfg.seed)
-    layout = memory_format()
-    model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device).to(memory_format=layout)
-    model = prepare_batchnorm(model, t.batchnorm, device, world)
-    criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
-    prefix, rest = model.split_trunk(t.freeze)
-    prefix.requires_grad_(False)
-    params = [p for p in model.parameters() if p.requires_grad] + list(criterion.parameters())
-    lr = method.lr if method.lr is not None else t.lr
-    if t.optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
-    elif t.optimizer == "adam":
-        opt = adam(params, lr=lr, weight_decay=t.weight_decay)
-    else:
-        raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
-    anchors = method.anchors_per_batch or t.anchors_per_batch
-    sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, anchors, cfg.seed)
-    per_epoch = sampler.steps_per_epoch()
-    total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
-
-    ckpt_path, fingerprint = TrainDir(out_dir).last, method_fingerprint(cfg, method)
-    step, warmup = 0, []
-    if t.head_warmup_steps > 0 and not ckpt_path.is_file():  # a resumed run has its warmed head already
-        warm = StepBatches(sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
-        warmup = warm_up_head(model, criterion, warm, bank, t.head_warmup_steps, t.head_warmup_lr, device)
-    if ckpt_path.is_file():
-        state = load_checkpoint(ckpt_path)
-        if state["fingerprint"] != fingerprint:
-            raise CapawareError(ckpt_path, "checkpoint belongs to another config or method",
-                                "delete the run folder or choose another out_dir")
-        model.load_state_dict(state["model"])
-        criterion.load_state_dict(state["criterion"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        criterion.generator.set_state(state["loss_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        step = int(state["step"])
+    run = StageOneRun.build(cfg, method, dim, nn_idx, progress)
+    last, rank0 = run.checkpoint(fingerprint, where.last), run.rank == 0
+    warmup = []
+    if t.head_warmup_steps > 0 and not last.path.is_file():  # a resumed run has its warmed head already
+        warm = StepBatches(run.sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
+        warmup = warm_up_head(run.model, run.criterion, warm, bank, t.head_warmup_steps, t.head_warmup_lr, run.device)
+    state = last.load(run.device)
+    step = int(state["step"]) if state else 0
+    fields = {"arch": cfg.model.arch, "embed_dim": dim, "normalised": run.criterion.normalised, "method": method.name}
 
     def checkpoint(path: Path, done: bool) -> None:
-        if not rank0:
-            return
-        save_checkpoint({"model": model.state_dict(), "criterion": criterion.state_dict(),
-                         "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                         "loss_rng": criterion.generator.get_state(), "torch_rng": torch.get_rng_state(),
-                         "step": step, "fingerprint": fingerprint, "arch": cfg.model.arch,
-                         "embed_dim": dim, "normalised": criterion.normalised, "method": method.name,
-                         "done": done}, path)
+        if rank0:
+            last.save({**fields, "step": step, "done": done}, run.device, path)
 
     # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
-    writer = distributed.summary_writer(str(out_dir / "tb"), purge_step=step + 1)
+    writer = distributed.summary_writer(str(where.root / "tb"), purge_step=step + 1)
     for n, value in enumerate(warmup, 1):
         writer.add_scalar("train/head_warmup_loss", value, n)
-    model.train()
+    run.model.train()
     if t.batchnorm == "frozen":
-        freeze_bn(model)
-    net = distributed.wrap(TrunkHead(rest, model.head, dtype), device)
-    if len(prefix):  # the frozen prefix runs once per image, here, instead of once per step
-        maps = frozen_maps(prefix, bank, device, dtype)
-        # the loader yields item indices and the maps are gathered here: on CUDA ``maps`` lives on the
-        # GPU, which a forked DataLoader worker (data.num_workers > 0) must never touch
-        inputs, to_input = torch.as_tensor, (lambda index: maps[index.to(maps.device)])
-    else:
-        inputs, to_input = bank.uint8, (lambda x: normalise(x, device).contiguous(memory_format=layout))
-    bar = tqdm(total=total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
-    workers = cfg.data.num_workers
-    loader = torch.utils.data.DataLoader(
-        StepBatches(sampler, bank, space, nn_idx, t.positives, step, total, rank, world, inputs), batch_size=None,
-        shuffle=False, num_workers=workers, persistent_workers=False, prefetch_factor=2 if workers else None)
-    for images, anchors, label_dist, positive in loader:
-        emb = net(to_input(images))
-        label_dist = label_dist.to(device)
-        if world > 1:  # the whole global batch on every process (see the module docstring)
-            emb = distributed.gather_rows(emb, positive.shape[1], grad=True)
-            label_dist = distributed.gather_rows(label_dist, len(anchors))
-        loss = criterion(emb, anchors.to(device), label_dist, positive.to(device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        distributed.average_grads(criterion.parameters())  # outside DDP; equal on every rank anyway
-        opt.step()
-        sched.step()
+        freeze_bn(run.model)
+    net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
+    inputs, to_input = run.network_inputs(bank)
+    bar = tqdm(total=run.total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
+    steps = StepBatches(run.sampler, bank, space, nn_idx, t.positives, step, run.total, run.rank, run.world, inputs)
+    for images, anchors, label_dist, positive in step_loader(steps, cfg.data.num_workers):
+        loss = one_step(run, net, to_input(images), anchors, label_dist, positive)
         step += 1
         bar.update(1)
         if on_step is not None:
-            on_step(step, model)
-        if step % t.log_every == 0 or step == total:
-            writer.add_scalar("train/loss", loss.item(), step)
-            writer.add_scalar("train/lr", sched.get_last_lr()[0], step)
-            grads = [p.grad for p in params if p.grad is not None]
-            writer.add_scalar("train/grad_norm", float(get_total_norm(grads)), step)
+            on_step(step, run.model)
+        if step % t.log_every == 0 or step == run.total:
+            log_step(writer, run, loss, step)
             bar.set_postfix(loss=f"{loss.item():.4f}")
-        if step % t.ckpt_every == 0 or step == total:
-            checkpoint(ckpt_path, done=step == total)
-        if asked_to_stop(step, t.stop_after_steps, total):
+        if step % t.ckpt_every == 0 or step == run.total:
+            checkpoint(last.path, done=step == run.total)
+        if asked_to_stop(step, t.stop_after_steps, run.total):
             writer.close()  # the steps since the last checkpoint are lost, as in a kill, and replayed
             distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
             raise StopRequested(step)
     bar.close()
     writer.close()
+    checkpoint(where.model, done=True)
     if rank0:
-        checkpoint(final, done=True)
-        ckpt_path.unlink(missing_ok=True)
+        last.path.unlink(missing_ok=True)
     distributed.barrier()  # the others return once model.pt exists
-    return final
+    return where.model
+
+
+def one_step(run: StageOneRun, net: torch.nn.Module, x: torch.Tensor, anchors, label_dist, positive) -> torch.Tensor:
+    """Embed, (gather the global batch), mine and take the loss, and one optimiser and schedule step."""
+    emb = net(x)
+    label_dist = label_dist.to(run.device)
+    if run.world > 1:  # the whole global batch on every process (see the module docstring)
+        emb = distributed.gather_rows(emb, positive.shape[1], grad=True)
+        label_dist = distributed.gather_rows(label_dist, len(anchors))
+    loss = run.criterion(emb, anchors.to(run.device), label_dist, positive.to(run.device))
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    distributed.average_grads(run.criterion.parameters())  # outside DDP; equal on every rank anyway
+    run.opt.step()
+    run.sched.step()
+    return loss
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
+    cfg = load_config(*config_arguments(__doc__, argv))
     distributed.init(pick_device(cfg.device))
     with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
         track = prepare_track(cfg)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import ConfigChecks, load_config
+from capcore.config import ConfigChecks, RunConfig, load_config
 from capcore.fingerprint import bookkeeping
 from captioners.config import CapDataConfig, CapLoopConfig, CapValConfig, check_loop
 
@@ -47,12 +47,9 @@ class RewardConfig:
 
 
 @dataclass
-class SCSTConfig:
+class SCSTConfig(RunConfig):
     name: str = bookkeeping("demo_att2all2_scst")
-    seed: int = 0
-    device: str = bookkeeping("auto")  # auto | cpu | cuda
     init: str = bookkeeping("runs/demo/captioners/img_att2all2/best.pt")  # the XE checkpoint to start from
-    run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
     out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2_scst")
     data: CapDataConfig = field(default_factory=CapDataConfig)
     train: SCSTTrainConfig = field(default_factory=SCSTTrainConfig)

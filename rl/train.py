@@ -22,8 +22,8 @@ since sampling calls the model's step function directly, not its forward).
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 
 from capcore import distributed
 from capcore.checkpoint import file_sha256, load_checkpoint
-from capcore.config import config_hash
+from capcore.config import config_arguments, config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
@@ -55,6 +55,8 @@ from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
 from rl.signature import references_sha256, signature_of
+
+__all__ = ["train", "StopRequested"]  # the simulated kill, for the tests that catch it
 
 # config keys that say where or how often to write, not what the weights become (the XE start counts
 # through its file's hash, not its path)
@@ -90,6 +92,28 @@ def global_share(ctx: StepContext, local_images: int) -> tuple[np.ndarray, int, 
     if not ctx.batches.real[ctx.index]:
         return np.zeros(local_images, dtype=int), size, 0.0
     return np.arange(rank, size, ctx.world), size, 1.0
+
+
+def describe_val(preds: dict[int, str], seen: list[str], refs: dict[int, list[str]]) -> tuple[dict, str]:
+    """Besides val CIDEr-D: diversity against the training captions, and corpus BLEU-4."""
+    disc = discriminativeness(list(preds.values()), seen)
+    extra = {**{k: disc[k] for k in DIVERSITY}, "bleu4": corpus_bleu4(preds, refs)}
+    return extra, (f", BLEU-4 {extra['bleu4']:.3f}, unique {disc['unique_captions']:.0%}, distinct "
+                   f"{disc['distinct_captions']:.0%}")
+
+
+def scst_summary(h: dict) -> str:
+    r, b, a = ("-" if h.get(k) is None else f"{h[k]:.3f}" for k in ("reward", "baseline", "advantage_abs"))
+    return (f"unique {h['unique_captions']:.0%}  distinct {h['distinct_captions']:.0%}  train reward {r}  "
+            f"baseline {b}  |r - b| {a}")
+
+
+def eligible(h: dict, start: dict, t) -> bool:
+    """The collapse guard: SCST raises CIDEr-D on the demo by writing the same safe caption for more
+    and more images, and by trading n-gram precision for it; such a validation may not become
+    best.pt (train.keep_distinct, train.keep_bleu4)."""
+    return (h["distinct_captions"] >= t.keep_distinct * start["distinct_captions"]
+            and h["bleu4"] >= t.keep_bleu4 * start["bleu4"])
 
 
 def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: CiderReward, seen: list[str],
@@ -138,29 +162,10 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
                    "sample_length": float((dec.seq > 0).sum(1).float().mean())}
         return StepResult(loss, stats, scalars, {"reward": stats["reward"]})
 
-    def describe_val(preds: dict[int, str]) -> tuple[dict, str]:
-        disc = discriminativeness(list(preds.values()), seen)
-        extra = {**{k: disc[k] for k in DIVERSITY}, "bleu4": corpus_bleu4(preds, refs)}
-        return extra, (f", BLEU-4 {extra['bleu4']:.3f}, unique {disc['unique_captions']:.0%}, distinct "
-                       f"{disc['distinct_captions']:.0%}")
-
-    def summary(h: dict) -> str:
-        r, b, a = ("-" if h.get(k) is None else f"{h[k]:.3f}" for k in ("reward", "baseline", "advantage_abs"))
-        return (f"unique {h['unique_captions']:.0%}  distinct {h['distinct_captions']:.0%}  train reward {r}  "
-                f"baseline {b}  |r - b| {a}")
-
-    def eligible(h: dict, start: dict) -> bool:
-        """The collapse guard: SCST raises CIDEr-D on the demo by writing the same safe caption for more
-        and more images, and by trading n-gram precision for it; such a validation may not become
-        best.pt (train.keep_distinct, train.keep_bleu4)."""
-        return (h["distinct_captions"] >= t.keep_distinct * start["distinct_captions"]
-                and h["bleu4"] >= t.keep_bleu4 * start["bleu4"])
-
     return Recipe("scst", step, ("reward", "baseline", "advantage", "advantage_abs", "xe"), "scst",
-                  validate_first=True, describe_val=describe_val, summary=summary,
-                  eligible=eligible if t.keep_distinct > 0 or t.keep_bleu4 > 0 else None,
-                  extra_state=(lambda: {"sample_rng": sampler.get_state()},
-                               lambda state: sampler.set_state(state["sample_rng"])),
+                  validate_first=True, describe_val=partial(describe_val, seen=seen, refs=refs), summary=scst_summary,
+                  eligible=partial(eligible, t=t) if t.keep_distinct > 0 or t.keep_bleu4 > 0 else None,
+                  rngs={"sample_rng": sampler},
                   other_start=" or another XE checkpoint", ddp=False)
 
 
@@ -207,11 +212,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
-    args = parser.parse_args(argv)
-    cfg = load_scst_config(args.config, args.overrides)
+    cfg = load_scst_config(*config_arguments(__doc__, argv))
     train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
 

@@ -30,6 +30,7 @@ import zipfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -273,6 +274,63 @@ def _graph_attrs(space: CaptionSpace, m: int, solves: int, method: str) -> dict:
             "captions_sha256": space.captions_sha256, "emd_solves": int(solves), "method": method}
 
 
+@dataclass
+class _Tally:
+    """The graph's rows as chunks arrive (row r holds query image lo + r), and what they cost."""
+    lo: int
+    idx: np.ndarray
+    dist: np.ndarray
+    solves: int = 0
+    compute: float = 0.0  # CPU seconds inside chunks, summed over processes
+    sweep: float = 0.0  # of which inside the set-level sweep
+    reused: int = 0  # images whose chunk was loaded from the resume folder
+
+    def put(self, q0: int, q1: int, idx: np.ndarray, dist: np.ndarray, solves: int, sec: float = 0.0,
+            sweep: float = 0.0) -> None:
+        self.idx[q0 - self.lo:q1 - self.lo], self.dist[q0 - self.lo:q1 - self.lo] = idx, dist
+        self.solves += solves
+        self.compute += sec
+        self.sweep += sweep
+
+
+def _resume_folder(resume_dir, fingerprint: str, space: CaptionSpace, n: int, m: int, chunk: int) -> Path | None:
+    """One sub-folder per build identity: builds of other spaces/settings sharing resume_dir never mix."""
+    if resume_dir is None:
+        return None
+    rdir = Path(resume_dir) / f"caption_graph-{fingerprint[:16]}"
+    manifest = rdir / "manifest.json"
+    if not manifest.is_file():
+        write_text(manifest, json.dumps({"fingerprint": fingerprint, "n": n, "m": m, "chunk": chunk,
+                                         "params": space.params()}, indent=1))
+    return rdir
+
+
+def _solve_chunks(todo: list, space: CaptionSpace, m: int, workers: int, path, tally: _Tally, bar) -> None:
+    """The chunks still to do, in this process or in ``workers`` spawned ones."""
+    pool = None
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            searcher = _Searcher(space, m) if todo else None
+            results = (_run_chunk(task, searcher) for task in todo)
+        else:
+            # concurrent.futures, not multiprocessing.Pool: a worker killed mid-chunk (out of memory)
+            # raises BrokenProcessPool here, where a Pool would wait for its result forever.
+            pool = ProcessPoolExecutor(min(workers, len(todo)), mp.get_context("spawn"), _init_worker, (space, m))
+            with _single_threaded_blas_env():  # workers start at submit and inherit this env
+                futures = [pool.submit(_run_chunk, task) for task in todo]
+            results = (_chunk_result(future, path) for future in as_completed(futures))
+        for q0, q1, i, d, s, sec, sw in results:
+            tally.put(q0, q1, i, d, s, sec, sw)
+            bar.update(q1 - q0)
+            bar.set_postfix(solves=tally.solves)
+    except BaseException:  # Ctrl-C or a dead worker: drop the queued chunks, do not wait for them
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    if pool is not None:
+        pool.shutdown()
+
+
 def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chunk: int = 512,
                         resume_dir: str | Path | None = None, path: str | Path | None = None,
                         progress: bool = True, rows: tuple[int, int] | None = None,
@@ -295,85 +353,46 @@ def build_caption_graph(space: CaptionSpace, m: int = 30, workers: int = 2, chun
         raise CapawareError(space.name, f"asked for {m} neighbours of {n} images", "lower graph.m below the set size")
     fingerprint = hashlib.sha256(json.dumps({"params": space.params(), "m": m, "chunk": chunk, "n": n},
                                             sort_keys=True).encode()).hexdigest()
-    rdir = None
-    if resume_dir is not None:
-        # one sub-folder per build identity: builds of other spaces/settings sharing resume_dir never mix
-        rdir = Path(resume_dir) / f"caption_graph-{fingerprint[:16]}"
-        manifest = rdir / "manifest.json"
-        if not manifest.is_file():
-            write_text(manifest, json.dumps({"fingerprint": fingerprint, "n": n, "m": m, "chunk": chunk,
-                                             "params": space.params()}, indent=1))
+    rdir = _resume_folder(resume_dir, fingerprint, space, n, m, chunk)
     lo, hi = check_rows(rows, n)
     # chunk edges on the global grid k * chunk: a shard's inner chunks are the whole build's chunks
     starts = [lo, *range((lo // chunk + 1) * chunk, hi, chunk)]
     ends = starts[1:] + [hi]
-    selected = range(len(starts)) if _chunks is None else _chunks
-    idx = np.empty((hi - lo, m), np.int32)  # row r holds query image lo + r
-    dist = np.empty((hi - lo, m), np.float64)
-    solves = 0
+    tally = _Tally(lo, np.empty((hi - lo, m), np.int32), np.empty((hi - lo, m), np.float64))
     todo = []
-    reused = 0
-    for c in selected:
+    for c in range(len(starts)) if _chunks is None else _chunks:
         q0, q1 = starts[c], ends[c]
         path_c = _chunk_file(rdir, q0, q1) if rdir is not None else None
         got = _load_chunk(path_c, fingerprint) if path_c is not None and path_c.is_file() else None
         if got is None:
             todo.append((q0, q1, path_c, fingerprint))
         else:
-            idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo], s = got
-            solves += s
-            reused += q1 - q0
+            tally.put(q0, q1, *got)
+            tally.reused += q1 - q0
     t0 = time.perf_counter()
-    compute = sweep = 0.0  # CPU seconds inside chunks / inside the set-level sweep, summed over processes
-    bar = tqdm(total=sum(q1 - q0 for q0, q1, _, _ in todo), desc="caption graph", unit="img",
-               disable=not progress, leave=False)
-    try:
-        if workers <= 1 or len(todo) <= 1:
-            searcher = _Searcher(space, m) if todo else None
-            for task in todo:
-                q0, q1, i, d, s, sec, sw = _run_chunk(task, searcher)
-                idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo] = i, d
-                solves += s
-                compute += sec
-                sweep += sw
-                bar.update(q1 - q0)
-                bar.set_postfix(solves=solves)
-        else:
-            # concurrent.futures, not multiprocessing.Pool: a worker killed mid-chunk (out of memory)
-            # raises BrokenProcessPool here, where a Pool would wait for its result forever.
-            pool = ProcessPoolExecutor(min(workers, len(todo)), mp.get_context("spawn"), _init_worker, (space, m))
-            try:
-                with _single_threaded_blas_env():  # workers start at submit and inherit this env
-                    futures = [pool.submit(_run_chunk, task) for task in todo]
-                for future in as_completed(futures):
-                    q0, q1, i, d, s, sec, sw = _chunk_result(future, path)
-                    idx[q0 - lo:q1 - lo], dist[q0 - lo:q1 - lo] = i, d
-                    solves += s
-                    compute += sec
-                    sweep += sw
-                    bar.update(q1 - q0)
-                    bar.set_postfix(solves=solves)
-            except BaseException:  # Ctrl-C or a dead worker: drop the queued chunks, do not wait for them
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown()
-    finally:
-        bar.close()
+    with tqdm(total=sum(q1 - q0 for q0, q1, _, _ in todo), desc="caption graph", unit="img",
+              disable=not progress, leave=False) as bar:
+        _solve_chunks(todo, space, m, workers, path, tally, bar)
     if _chunks is not None:
         return None
-    attrs = _graph_attrs(space, m, solves, "pruned: set-level WCD/RWMD bounds, exact EMD where needed")
-    graph = NeighbourGraph(idx, dist.astype(np.float32), attrs)
-    graph.stats = {"seconds": time.perf_counter() - t0, "chunk_cpu_seconds": compute, "sweep_cpu_seconds": sweep,
-                   "emd_solves": solves, "reused_images": reused, "brute_force_solves": _brute_solves(space)}
+    attrs = _graph_attrs(space, m, tally.solves, "pruned: set-level WCD/RWMD bounds, exact EMD where needed")
+    graph = NeighbourGraph(tally.idx, tally.dist.astype(np.float32), attrs)
+    graph.stats = {"seconds": time.perf_counter() - t0, "chunk_cpu_seconds": tally.compute,
+                   "sweep_cpu_seconds": tally.sweep, "emd_solves": tally.solves, "reused_images": tally.reused,
+                   "brute_force_solves": _brute_solves(space)}
     if path is not None:
         write_graph(path, graph.nn_idx, graph.nn_dist, attrs)
     if progress:
-        brute = graph.stats["brute_force_solves"]
-        vs = f" ({brute / max(solves, 1):.1f}x fewer than brute force's {brute:,})" if (lo, hi) == (0, n) else ""
-        what = f"{n} images" if (lo, hi) == (0, n) else f"images [{lo}, {hi}) of {n}"
-        print(f"caption graph: {what}, m={m}, {solves:,} exact caption-pair WMDs{vs}, "
-              f"{graph.stats['seconds']:.1f} s, {reused} images resumed", file=sys.stderr)
+        _say_built(graph, n, m, lo, hi)
     return graph
+
+
+def _say_built(graph: NeighbourGraph, n: int, m: int, lo: int, hi: int) -> None:
+    solves, brute = graph.stats["emd_solves"], graph.stats["brute_force_solves"]
+    vs = f" ({brute / max(solves, 1):.1f}x fewer than brute force's {brute:,})" if (lo, hi) == (0, n) else ""
+    what = f"{n} images" if (lo, hi) == (0, n) else f"images [{lo}, {hi}) of {n}"
+    print(f"caption graph: {what}, m={m}, {solves:,} exact caption-pair WMDs{vs}, "
+          f"{graph.stats['seconds']:.1f} s, {graph.stats['reused_images']} images resumed", file=sys.stderr)
 
 
 def _chunk_result(future, path: Path | None):

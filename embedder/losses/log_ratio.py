@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from embedder.losses.distance import anchor_sq_dist
+from embedder.losses.distance import anchor_sq_dist, check_anchor_batch
 from embedder.mining import dense_triplet_mask, not_anchor, triplets_from_mask
 
 
@@ -72,13 +72,7 @@ def log_ratio_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
     [A, B, B]. The gradient is Eq. 6-9 (with D + eps in the denominators). ``squared`` False uses the
     unsquared embedding distance of the authors' released code instead of the paper's squared one.
     """
-    if emb.dim() != 2:
-        raise ValueError(f"emb must be [B, D]; got {tuple(emb.shape)}")
-    if label_dist.shape != (anchors.shape[0], emb.shape[0]):
-        raise ValueError(f"label_dist must be [A={anchors.shape[0]}, B={emb.shape[0]}]; "
-                         f"got {tuple(label_dist.shape)}")
-    if not bool(torch.isfinite(label_dist).all()):
-        raise ValueError("label_dist has NaN or inf entries; give every batch member a finite distance")
+    check_anchor_batch(emb, anchors, label_dist)
     anchors, label_dist = anchors.to(emb.device), label_dist.to(emb.device)
     u = _log_residual(emb, anchors, label_dist, eps, squared)
     if mask is None:

@@ -26,17 +26,12 @@ import math
 
 import torch
 
+from embedder.losses.distance import check_anchor_batch
 from embedder.mining import not_anchor
 
 
 def _check(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.Tensor, temperature: float) -> None:
-    if emb.dim() != 2:
-        raise ValueError(f"emb must be [B, D]; got {tuple(emb.shape)}")
-    if label_dist.shape != (anchors.shape[0], emb.shape[0]):
-        raise ValueError(f"label_dist must be [A={anchors.shape[0]}, B={emb.shape[0]}]; "
-                         f"got {tuple(label_dist.shape)}")
-    if not bool(torch.isfinite(label_dist).all()):
-        raise ValueError("label_dist has NaN or inf entries; give every batch member a finite distance")
+    check_anchor_batch(emb, anchors, label_dist)
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0; got {temperature}")
 
