@@ -63,13 +63,25 @@ def feature_attrs(card: CaptionerCard, ckpt_path: Path) -> dict:
     return attrs
 
 
+def backbone_file(recorded: str, features: str) -> Path:
+    """The backbone checkpoint a features file names: as recorded, or, when the dump ran in another
+    folder (pipeline paths are relative to where it ran), under a folder above the features file."""
+    path = Path(recorded)
+    if path.is_file() or path.is_absolute():
+        return path
+    found = next((base / path for base in Path(features).resolve().parents if (base / path).is_file()), None)
+    return found or path
+
+
 def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
     """(the trunk's tensors and arch, the weight file's digest), checked against the features file."""
     if attrs["backbone"] == "imagenet":
-        cfg = BackboneConfig(checkpoint="imagenet", arch=attrs["arch"], weights=attrs["checkpoint"])
+        cfg = BackboneConfig(checkpoint="imagenet", arch=attrs["arch"],
+                             weights=str(backbone_file(attrs["checkpoint"], features)))
     else:
-        cfg = BackboneConfig(checkpoint=attrs["checkpoint"], arch=attrs["arch"])
-        digest = file_sha256(attrs["checkpoint"]) if Path(attrs["checkpoint"]).is_file() else None
+        where = backbone_file(attrs["checkpoint"], features)
+        cfg = BackboneConfig(checkpoint=str(where), arch=attrs["arch"])
+        digest = file_sha256(where) if where.is_file() else None
         if digest is not None and digest != attrs["checkpoint_sha256"]:
             raise CapawareError(attrs["checkpoint"], f"is not the backbone that made {features} (its SHA-256 "
                                 "changed since the dump)", "dump the features again and retrain, or restore "
@@ -79,11 +91,12 @@ def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
 
 
 def scores_of(run_dir: Path) -> dict:
-    """The run's own score files (eval.captions' *.metrics.json, eval.grounding's grounding_*.json)."""
+    """The run's own scores: eval.captions' metrics_<split>.json and eval.grounding's grounding_<split>.json."""
     found = {}
-    for path in sorted(run_dir.glob("*.metrics.json")) + sorted(run_dir.glob("grounding_*.json")):
+    for path in sorted(run_dir.glob("metrics_*.json")) + sorted(run_dir.glob("grounding_*.json")):
         data = json.loads(path.read_text())
-        found[path.name] = {k: v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        data = data.get("metrics", data)
+        found[path.stem] = {k: v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return found
 
 

@@ -37,8 +37,6 @@ def ensure_synthetic(data) -> None:
     if data.synthetic is None:
         return
     if root.exists():
-        if data.track == "caption":
-            _add_missing_word_vectors(root)
         return
     from capdata import synthetic
 
@@ -50,15 +48,6 @@ def ensure_synthetic(data) -> None:
         shutil.rmtree(partial)
     gen(partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size)
     os.replace(partial, root)
-
-
-def _add_missing_word_vectors(root: Path) -> None:
-    """A synthetic caption set written before the generator wrote ``vectors.txt`` gets it (same bytes)."""
-    from capdata.synthetic.shapes_captions import VECTORS_FILE
-    from capdata.synthetic.word_vectors import write_word_vectors
-
-    if (root / DEFAULT_ANNOTATION["karpathy"]).is_file() and not (root / VECTORS_FILE).is_file():
-        write_word_vectors(root / VECTORS_FILE)
 
 
 def read_records(data):

@@ -2,13 +2,15 @@
 pose embeddings, and caption-example thumbnails. Deterministic: fixed seeds, sorted inputs."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from capdata.records import MPII_JOINTS
-from eval.report_inputs import SWEEP_ROW
+
+SWEEP_ROW = re.compile(r"(.+) (\d+)-D")  # a dimension sweep's row: "<method> <d>-D" (embedder.study)
 
 
 def _plt():

@@ -3,16 +3,13 @@
 Retrieval studies: ``RUN/results/<study>/retrieval.json`` (embedder.retrieval_report) and, beside it,
 the study's manifest (capcore.run_layout.StudyManifest: track, study folder, data, losses). Captioners:
 ``RUN/results/captioning/captioning.json`` (eval.results_table); a row's ``preds`` lies in its
-captioner run folder, whose manifest (CaptionerManifest) names the references. Run folders made
-before manifests existed are still read: the study folder is then the parent of a row's ``.npz``
-folder and the facts come from its saved config.yaml. Paths recorded inside these files may be
+captioner run folder, whose manifest (CaptionerManifest) names the references. Paths recorded inside these files may be
 relative to the folder the stage ran in, or the run folder may have moved since, so every path is
 looked up by :func:`locate` rather than trusted.
 """
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +28,6 @@ from capcore.run_layout import (
 from embedder.retrieval_report import BOUNDS
 
 TRACKS = ("pose", "layout", "caption")
-SWEEP_ROW = re.compile(r"(.+) (\d+)-D")
 FEATURE_ORDER = ("Img", "Cap", "Custom")
 TRAINING_ORDER = ("XE", "RL")
 
@@ -71,31 +67,6 @@ def read_json(path: Path):
         return None
 
 
-def read_config(path: Path | None) -> dict | None:
-    """A saved config.yaml as a dict, interpolations resolved where they can be."""
-    if path is None or not path.is_file():
-        return None
-    from omegaconf import OmegaConf
-
-    try:
-        conf = OmegaConf.load(path)
-    except Exception:  # noqa: BLE001 - an unreadable config only loses what the report derives from it
-        return None
-    try:
-        return OmegaConf.to_container(conf, resolve=True)
-    except Exception:  # noqa: BLE001 - unresolvable ${...}: keep the raw values
-        return OmegaConf.to_container(conf, resolve=False)
-
-
-def get(cfg: dict | None, dotted: str, default=None):
-    node = cfg
-    for key in dotted.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return default
-        node = node[key]
-    return node
-
-
 # ------------------------------------------------------------------------------------- retrieval
 
 
@@ -130,9 +101,8 @@ class Study:
         return [n for n in self.rows if n not in BOUNDS and n != base]
 
     def log_ratio_rows(self) -> list[str]:
-        """Rows trained with the log-ratio loss: by the study's losses, else by name."""
-        by_loss = [n for n in self.methods() if self.losses.get(n) == "log_ratio"]
-        return by_loss or [n for n in self.methods() if re.search(r"log.?ratio", n, re.IGNORECASE)]
+        """Rows trained with the log-ratio loss (the study's manifest names each row's loss)."""
+        return [n for n in self.methods() if self.losses.get(n) == "log_ratio"]
 
 
 def _from_manifest(manifest: StudyManifest, run: Path) -> tuple[Path | None, str, bool, dict, dict]:
@@ -141,22 +111,6 @@ def _from_manifest(manifest: StudyManifest, run: Path) -> tuple[Path | None, str
     if data.get("root"):
         data["root"] = str(resolve(data["root"], run))
     return study_dir, manifest.track, manifest.sweep, dict(manifest.losses), data
-
-
-def _from_config(rows: dict, title: str, run: Path) -> tuple[Path | None, str, bool, dict, dict]:
-    """A study written before manifests: its folder from a row's npz, its facts from config.yaml."""
-    npz = next(filter(None, (locate(r.get("file"), run) for r in rows.values())), None)
-    run_dir = npz.parent.parent if npz is not None else None
-    config = read_config(StudyDir(run_dir).config) if run_dir else None
-    track = get(config, "data.track")
-    if track is None:  # the title embedder.study gives: "<name> (<track> track)"
-        match = re.search(r"\((\w+) track\)", title)
-        track = match.group(1) if match else "unknown"
-    sweep = bool(get(config, "dims")) or any(SWEEP_ROW.fullmatch(n) for n in rows)
-    losses = {m.get("name"): m.get("loss") for m in get(config, "methods", []) or [] if isinstance(m, dict)}
-    data = {**(get(config, "data") or {}), "query_split": get(config, "eval.query_split", "test"),
-            "db_split": get(config, "eval.db_split", "train")}
-    return run_dir, str(track), sweep, losses, data
 
 
 def load_studies(run: Path) -> tuple[list[Study], list[str]]:
@@ -171,8 +125,11 @@ def load_studies(run: Path) -> tuple[list[Study], list[str]]:
             continue
         title = str(data.get("title") or path.parent.name)
         manifest = read_manifest(path.parent / MANIFEST, StudyManifest)
-        facts = _from_manifest(manifest, run) if manifest else _from_config(rows, title, run)
-        studies.append(Study(path.parent.name, path.parent, title, rows, *facts))
+        if manifest is None:
+            problems.append(f"{path.parent}: no {MANIFEST} beside retrieval.json (rerun its study: python -m "
+                            "embedder.study --config ... writes both)")
+            continue
+        studies.append(Study(path.parent.name, path.parent, title, rows, *_from_manifest(manifest, run)))
     rank = {t: i for i, t in enumerate(TRACKS)}
     studies.sort(key=lambda s: (rank.get(s.track, len(TRACKS)), s.track, s.name))
     return studies, problems
@@ -268,8 +225,7 @@ def load_captioning(run: Path) -> tuple[dict | None, list[CaptionRun], Path]:
         manifest = read_manifest(CaptionerDir(run_dir).manifest, CaptionerManifest) if run_dir else None
         if manifest is not None:
             refs = refs or str(resolve(manifest.refs, run))
-        cr.refs = locate(refs, run) or (locate(get(read_config(CaptionerDir(run_dir).config), "data.json"), run)
-                                        if run_dir else None)
+        cr.refs = locate(refs, run)
         runs.append(cr)
     return table, runs, path
 

@@ -95,7 +95,7 @@ def markdown(rows: list[dict]) -> str:
     passed = sum(all(r["checks"].values()) for r in rows)
     signatures = sorted({str(r["scst"]["signature"]) for r in rows})
     lines += ["", f"All four checks hold for {passed} of {len(rows)} SCST runs (test split; "
-                  + "; ".join(f"{c}: {d}" for c, (d, _) in CHECKS.items()) + f"). SCST signature: "
+                  + "; ".join(f"{c}: {d}" for c, (d, _) in CHECKS.items()) + "). SCST signature: "
                   + ", ".join(f"`{s}`" for s in signatures) + "."]
     return "\n".join(lines) + "\n"
 

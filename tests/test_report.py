@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 
 from capcore.errors import CapawareError, run_cli
+from capcore.run_layout import MANIFEST, StudyManifest, write_manifest
 from capdata.readers.pose_json import read_pose_json
 from capdata.records import MPII_JOINTS, select
 from embedder.retrieval_grid import write_grids
@@ -70,8 +71,13 @@ def write_poses(root: Path) -> np.ndarray:
 
 
 def write_study(run: Path, name: str, track: str, dims: list[int], poses: Path, rows: dict[str, np.ndarray | None]):
-    """A study folder as embedder.study leaves it; ``rows``: method name -> [N, D] embeddings (None: Oracle)."""
+    """A study folder as embedder.study leaves it, and its manifest under RUN/results/tiny_<name>;
+    ``rows``: method name -> [N, D] embeddings (None: Oracle)."""
     folder = run / name
+    losses = {row: "log_ratio" if "Log-ratio" in row or row == "LR" else "triplet" for row in rows}
+    write_manifest(run / "results" / f"tiny_{name}" / MANIFEST, StudyManifest(
+        name=f"tiny_{name}", track=track, study_dir=str(folder), sweep=bool(dims), losses=losses,
+        data={"track": track, "format": "pose_json", "root": str(poses)}, query_split="test", db_split="train"), run)
     ret = folder / "retrieval"
     ret.mkdir(parents=True)
     (folder / "config.yaml").write_text(json.dumps({  # YAML is a superset of JSON

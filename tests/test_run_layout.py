@@ -58,7 +58,7 @@ def test_a_manifest_of_another_kind_or_shape_is_not_read(tmp_path):
 
 def test_the_report_takes_a_studys_folder_and_facts_from_its_manifest(tmp_path):
     """The rows' npz paths lead nowhere and the title names another track: without the manifest the
-    report can only guess (no folder, the title's track); with it, it knows."""
+    study is not guessed at but named as a problem; with it, the report knows its folder and facts."""
     run = tmp_path / "run"
     study = StudyDir(run / "somewhere" / "study")
     study.retrieval.mkdir(parents=True)
@@ -69,8 +69,8 @@ def test_the_report_takes_a_studys_folder_and_facts_from_its_manifest(tmp_path):
             "A 8-D": {"order": 2, "ndcg": [0.6], "file": "/gone/a.npz"},
             "B 8-D": {"order": 3, "ndcg": [0.5], "file": "/gone/b.npz"}}
     where.retrieval_json("s").write_text(json.dumps({"title": "s (pose track)", "rows": rows}))
-    (guessed,), _ = load_studies(run)
-    assert guessed.run_dir is None and guessed.track == "pose" and guessed.log_ratio_rows() == []
+    studies, problems = load_studies(run)
+    assert studies == [] and len(problems) == 1 and "no manifest.json" in problems[0] and "embedder.study" in problems[0]
     write_manifest(where.study_manifest("s"), study_manifest(run), run)
     (known,), _ = load_studies(run)
     assert known.run_dir == study.root and known.track == "layout" and known.sweep
