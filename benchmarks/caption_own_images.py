@@ -58,27 +58,31 @@ def main(argv: list[str] | None = None) -> None:
     root = work / "images"
     images = [(root / im["filepath"] / im["filename"], im) for im in data["images"]]
     paths = [path for path, _ in images]
-    print(f"$ python benchmarks/caption_own_images.py {shlex.join(sys.argv[1:] if argv is None else argv)}")
-    print(f"machine: {cpu_line()}; {a.threads} threads; {len(paths)} new images (seed {a.seed}), "
-          f"batch {a.batch_size}, beam 2; model {model} ({model.stat().st_size / 2**20:.1f} MiB)")
+    command = shlex.join(["python", "benchmarks/caption_own_images.py", *(sys.argv[1:] if argv is None else argv)])
+    print(f"* command: `{command}`")
+    print(f"* machine: {cpu_line()}; {a.threads} threads; {len(paths)} new images (generator seed {a.seed}), "
+          f"batch {a.batch_size}, beam 2; `{model.name}` {model.stat().st_size / 2**20:.1f} MiB, exported from "
+          f"`{Path(Captioner.load(model).file.provenance['checkpoint']).parent.name}` (best validation CIDEr-D)")
     captioner = Captioner.load(model, device="cpu", precision="float32")
     rate, captions = throughput(captioner, paths, a.repeats, a.batch_size)
-    print(f"float32: {rate:.1f} images/s (load, decode, resize, trunk, captioner; model already loaded)")
+    print(f"* float32: **{rate:.1f} images/s** (read, decode, resize, trunk, captioner; model loaded; median of "
+          f"{a.repeats} passes)")
     if cpu_isa().bfloat16_native:
         fast = Captioner.load(model, device="cpu", precision="auto")
-        rate16, _ = throughput(fast, paths, a.repeats, a.batch_size)
-        print(f"precision auto (bfloat16 here): {rate16:.1f} images/s")
-    print("\n| image | capaware caption | first reference |\n|---|---|---|")
+        rate16, captions = throughput(fast, paths, a.repeats, a.batch_size)  # the default: what a user gets
+        print(f"* precision auto (bfloat16 autocast, native on this CPU): **{rate16:.1f} images/s**")
+    print("\nCaptions with `precision: auto` (the default), beside the first of each image's references:\n")
+    print("| image | capaware caption | first reference |\n|---|---|---|")
     for (path, im), caption in list(zip(images, captions))[:a.show]:
         print(f"| {path.name} | {caption} | {im['sentences'][0]['raw'].rstrip('.')} |")
     refs = {im["cocoid"]: [s["raw"] for s in im["sentences"]] for _, im in images}
     preds = {im["cocoid"]: c for (_, im), c in zip(images, captions)}
     scores = score_captions(preds, refs, meteor=False, spice=False)
-    print(f"\nthe {len(preds)} new images: CIDEr-D {scores.metrics['CIDEr-D']:.3f}, BLEU-4 {scores.metrics['BLEU-4']:.4f}"
+    print(f"\n* the {len(preds)} new images: CIDEr-D {scores.metrics['CIDEr-D']:.3f}, BLEU-4 {scores.metrics['BLEU-4']:.4f}"
           f" (against their own references; tokenizer {scores.tokenizer})")
     test = captioner.file.provenance["scores"].get("metrics_test")
     if test:
-        print(f"the run's test split (its metrics_test.json): CIDEr-D {test['CIDEr-D']:.3f}, BLEU-4 {test['BLEU-4']:.4f}")
+        print(f"* the run's own test split (its metrics_test.json): CIDEr-D {test['CIDEr-D']:.3f}, BLEU-4 {test['BLEU-4']:.4f}")
 
 
 if __name__ == "__main__":

@@ -181,3 +181,15 @@ def test_seed_tables_pair_rnc_with_log_ratio_outside_the_claim(tmp_path):
     main([*map(str, paths), "--k", "1", "--beside", RNC, "--out", str(tmp_path / "out")])
     written = json.loads((tmp_path / "out.json").read_text())
     assert written["verdict"].startswith("Verdict: ") and "behind L(RnC)" in written["beside"][RNC]
+
+
+@pytest.mark.parametrize("track", ["pose", "layout", "caption", "pose_dims"])
+def test_the_rnc_pipeline_trains_the_studys_own_rows(track):
+    """configs/study/pipeline_rnc.yaml: log-ratio + dense and RnC exactly as the study trains them, in the
+    study's folders, so `make study` reuses those runs."""
+    study = load_config(f"configs/study/study_{track}.yaml")
+    rnc = load_config(f"configs/study/rnc_{track}.yaml")
+    keep = {m.name: m for m in study.methods}
+    assert rnc.out_dir == study.out_dir and rnc.dims == study.dims
+    assert [m for m in rnc.methods] == [keep[m.name] for m in rnc.methods]
+    assert {"L(Log-ratio)+M(Dense)", RNC} <= {m.name for m in rnc.methods}
