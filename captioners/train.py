@@ -20,7 +20,7 @@ import torch
 from omegaconf import OmegaConf
 
 from capcore import distributed
-from capcore.config import config_arguments, config_hash
+from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
@@ -30,13 +30,7 @@ from captioners.data import CaptionDataset
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
-from captioners.trainer import (
-    Recipe,
-    StepContext,
-    StepResult,
-    StopRequested,
-    fit,
-)
+from captioners.trainer import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import validation_refs
 
 __all__ = ["train", "StopRequested"]
@@ -106,9 +100,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cfg = load_captioner_config(*config_arguments(__doc__, argv))
-    train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
-    distributed.shutdown()
+    training_main(load_captioner_config, train, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from capcore import distributed
 from capcore.atomic import write_text
 from capcore.checkpoint import save_checkpoint
+from capcore.config import config_arguments
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.card import CaptionerCard
@@ -287,6 +288,13 @@ class CaptionerLoop:
         for h in p.history:
             print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  "
                   + (self.recipe.summary(h) if self.recipe.summary else "") + f"  lr {h['lr']:.2e}")
+
+
+def training_main(load: Callable, train: Callable, doc: str, argv: list[str] | None) -> None:
+    """``python -m captioners.train`` / ``rl.train``: ``--config FILE [k=v ...]``, train, leave the process
+    group. A simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3."""
+    train(load(*config_arguments(doc, argv)))
+    distributed.shutdown()
 
 
 def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, val_set: CaptionDataset,

@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 
 from capcore import distributed
 from capcore.checkpoint import file_sha256, load_checkpoint
-from capcore.config import config_arguments, config_hash
+from capcore.config import config_hash
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
@@ -43,13 +43,7 @@ from captioners.discriminative import discriminativeness
 from captioners.model import build_captioner, caption_mask, xe_loss
 from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
-from captioners.trainer import (
-    Recipe,
-    StepContext,
-    StepResult,
-    StopRequested,
-    fit,
-)
+from captioners.trainer import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import corpus_bleu4, validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
@@ -212,9 +206,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cfg = load_scst_config(*config_arguments(__doc__, argv))
-    train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
-    distributed.shutdown()
+    training_main(load_scst_config, train, __doc__, argv)
 
 
 if __name__ == "__main__":
