@@ -42,15 +42,26 @@ def _pair_terms(logits: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
 
     Sorted by the key -D ascending, k enters j's denominator exactly when it sorts before j or ties with
     it, so the denominator is the cumulative log-sum-exp up to the last member of j's tie group
-    (``searchsorted`` right on the sorted keys). The anchor gets the key +inf: it sorts last, enters no
-    other member's denominator, and its own column is dropped.
+    (:func:`tie_group_ends`). The anchor gets the key +inf: it sorts last, enters no other member's
+    denominator, and its own column is dropped.
     """
     key = (-label_dist).masked_fill(~not_anchor(anchors, logits.shape[1]), math.inf)
     key_sorted, order = torch.sort(key, dim=1)
     ordered = logits.gather(1, order)
     prefix = torch.logcumsumexp(ordered, dim=1)
-    last = torch.searchsorted(key_sorted, key_sorted, right=True) - 1
-    return (prefix.gather(1, last) - ordered)[:, :-1]
+    return (prefix.gather(1, tie_group_ends(key_sorted)) - ordered)[:, :-1]
+
+
+def tie_group_ends(key_sorted: torch.Tensor) -> torch.Tensor:
+    """[A, B]: for every position of each sorted row, the position of the last element equal to it.
+    One reverse cumulative minimum over the positions where a tie group ends: O(B) a row, where a
+    right-sided ``searchsorted`` of the row in itself costs O(B log B)."""
+    width = key_sorted.shape[1]
+    positions = torch.arange(width, device=key_sorted.device).expand_as(key_sorted)
+    ends = torch.ones_like(key_sorted, dtype=torch.bool)
+    ends[:, :-1] = key_sorted[:, 1:] != key_sorted[:, :-1]
+    marked = torch.where(ends, positions, torch.full_like(positions, width))
+    return marked.flip(1).cummin(1).values.flip(1)
 
 
 def rank_n_contrast_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: torch.Tensor,
