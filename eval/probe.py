@@ -30,7 +30,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
 from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
-from eval.results_seeds import mean_sd
+from eval.seed_stats import mean_sd, stat, text
 from feature_extract.h5io import open_features
 
 GROUPS = ("shape", "colour", "count", "size", "position", "background")
@@ -147,11 +147,6 @@ def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tupl
             "majority": {g: majority(ys[g]) for g in GROUPS}, "rows": rows}
 
 
-def cell(values: list[float]) -> str:
-    m, s = mean_sd(values)
-    return f"{m:.3f}" if s is None else f"{m:.3f} ± {s:.3f}"
-
-
 def signed(diffs: list[float]) -> str:
     """A paired difference: mean ± sd and the seeds on which it is positive."""
     m, s = mean_sd(diffs)
@@ -165,7 +160,7 @@ def markdown(result: dict) -> str:
     lines.append("| majority (floor) | | " + " | ".join(f"{result['majority'][g]:.3f}" for g in groups) + " |")
     for name, runs in result["rows"].items():
         lines.append(f"| {name} | {len(runs)} | "
-                     + " | ".join(cell([r["groups"][g]["test"] for r in runs]) for g in groups) + " |")
+                     + " | ".join(text(stat([r["groups"][g]["test"] for r in runs])) for g in groups) + " |")
     for a, b in result.get("paired", []):
         runs_a, runs_b = result["rows"][a], result["rows"][b]
         diffs = {g: [ra["groups"][g]["test"] - rb["groups"][g]["test"] for ra, rb in zip(runs_a, runs_b)]

@@ -19,11 +19,11 @@ import shlex
 import sys
 from pathlib import Path
 
-import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from eval.results_table import BESIDE, COLUMNS
+from eval.seed_stats import agreement, stat, text
 
 METRICS = [c for c in [*COLUMNS, *BESIDE] if c != "S"]
 KEY = ("model", "features", "training")
@@ -42,11 +42,6 @@ def read_table(path: str | Path) -> dict[tuple[str, str, str], dict]:
     return {tuple(r[k] for k in KEY): r for r in rows}
 
 
-def mean_sd(values: list[float]) -> tuple[float, float | None]:
-    a = np.asarray(values, dtype=np.float64)
-    return float(a.mean()), (float(a.std(ddof=1)) if len(a) > 1 else None)
-
-
 def aggregate(tables: list[dict]) -> dict:
     """Cells present in every seed's table: mean ± sd per metric, and the paired Cap − Img differences."""
     keys = [k for k in tables[0] if all(k in t for t in tables[1:])]
@@ -56,7 +51,7 @@ def aggregate(tables: list[dict]) -> dict:
         for m in METRICS:
             vals = [t[key].get(m) for t in tables]
             if all(isinstance(v, (int, float)) for v in vals):
-                cell[m] = {"values": vals, **dict(zip(("mean", "sd"), mean_sd(vals)))}
+                cell[m] = stat(vals)
         signatures = sorted({str(t[key].get("signature")) for t in tables if t[key].get("signature")})
         if signatures:  # one per seed is expected; more than one means the seeds ran different recipes
             cell["signature"] = " / ".join(f"`{s}`" for s in signatures)
@@ -72,16 +67,9 @@ def aggregate(tables: list[dict]) -> dict:
                 pairs = [(t[cap].get(m), t[img].get(m)) for t in tables]
                 if all(isinstance(c, (int, float)) and isinstance(i, (int, float)) for c, i in pairs):
                     vals = [c - i for c, i in pairs]
-                    d[m] = {"values": vals, **dict(zip(("mean", "sd"), mean_sd(vals)))}
+                    d[m] = stat(vals)
             diffs.append(d)
     return {"n_seeds": len(tables), "cells": cells, "cap_minus_img": diffs}
-
-
-def _fmt(stat: dict | None, digits: int = 3, signed: bool = False) -> str:
-    if not stat:
-        return "n/a"
-    sign = "+" if signed else ""
-    return f"{stat['mean']:{sign}.{digits}f}" + ("" if stat["sd"] is None else f" ± {stat['sd']:.{digits}f}")
 
 
 def verdict(d: dict) -> str:
@@ -89,10 +77,10 @@ def verdict(d: dict) -> str:
     if not c:
         return "no CIDEr-D"
     wins = sum(v > 0 for v in c["values"])
-    n = len(c["values"])
-    if c["sd"] is not None and c["mean"] - c["sd"] > 0 and wins == n:
+    n, sign = len(c["values"]), agreement(c["values"])
+    if sign > 0 and c["mean"] - c["sd"] > 0:
         word = "Cap > Img"
-    elif c["sd"] is not None and c["mean"] + c["sd"] < 0 and wins == 0:
+    elif sign < 0 and c["mean"] + c["sd"] < 0:
         word = "Cap < Img"
     else:
         word = "no clear difference"
@@ -106,14 +94,14 @@ def markdown(result: dict, sources: list[str], machine: str) -> str:
              "|---|---|---|" + "---:|" * len(METRICS) + "---|"]
     for c in result["cells"]:
         lines.append(f"| {c['model']} | {c['features']} | {c['training']} | "
-                     + " | ".join(_fmt(c.get(m), 2 if m in BESIDE else 3) for m in METRICS)
+                     + " | ".join(text(c.get(m), 2 if m in BESIDE else 3) for m in METRICS)
                      + f" | {c.get('signature') or '—'} |")
     lines += ["", "Paired difference Cap − Img, seed by seed (mean ± sd):", "",
               "| Model | Training | " + " | ".join(f"Δ{m}" for m in METRICS) + " | Verdict |",
               "|---|---|" + "---:|" * len(METRICS) + "---|"]
     for d in result["cap_minus_img"]:
         lines.append(f"| {d['model']} | {d['training']} | "
-                     + " | ".join(_fmt(d.get(m), 2 if m in BESIDE else 3, signed=True) for m in METRICS)
+                     + " | ".join(text(d.get(m), 2 if m in BESIDE else 3, signed=True) for m in METRICS)
                      + f" | {verdict(d)} |")
     lines += ["", f"B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L (test split, beam 2); G CIDEr-D real / shuffled "
                   f"features, D distinct captions / images (greedy), E bad endings (captions whose last word ends no "

@@ -21,7 +21,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.results_seeds import mean_sd
+from eval.seed_stats import agreement, stat, text
 
 REFERENCE = "L(Log-ratio)+M(Dense)"
 BOUNDS = ("Oracle",)
@@ -37,11 +37,6 @@ def load_runs(paths: list[Path]) -> list[dict]:
     return runs
 
 
-def _mean_sd(v: np.ndarray) -> str:
-    mean, sd = mean_sd(v)
-    return f"{mean:.3f} ± {sd or 0.0:.3f}"
-
-
 def common_rows(runs: list[dict]) -> list[str]:
     return [n for n in runs[0] if all(n in r for r in runs)]
 
@@ -53,7 +48,7 @@ def seed_table(paths: list[Path], ks: tuple[int, ...]) -> str:
     lines = [f"nDCG@K, mean ± std over {len(runs)} runs ({', '.join(str(p) for p in paths)})", "",
              "| method | " + " | ".join(f"nDCG@{k}" for k in ks) + " |", "|" + "---|" * (len(ks) + 1)]
     for n in names:
-        lines.append(f"| {n} | " + " | ".join(_mean_sd(np.array([r[n]["ndcg"][k - 1] for r in runs])) for k in ks) + " |")
+        lines.append(f"| {n} | " + " | ".join(text(stat([r[n]["ndcg"][k - 1] for r in runs])) for k in ks) + " |")
     return "\n".join(lines)
 
 
@@ -66,11 +61,7 @@ def paired(runs: list[dict], reference: str, others: list[str], k: int) -> dict[
 
 
 def verdict(diff: np.ndarray) -> str:
-    if len(diff) > 1 and (diff > 0).all():
-        return "ahead"
-    if len(diff) > 1 and (diff < 0).all():
-        return "behind"
-    return "not separated"
+    return {1: "ahead", -1: "behind", 0: "not separated"}[agreement(diff)]
 
 
 def paired_table(paths: list[Path], ks: tuple[int, ...], reference: str = REFERENCE,

@@ -30,7 +30,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.results_seeds import mean_sd
+from eval.seed_stats import stat
 from eval.scst_gains import CHECKS, pair
 
 TEST = {"C": "CIDEr-D", "B4": "BLEU-4", "distinct": "distinct captions", "bad": "bad endings",
@@ -61,12 +61,6 @@ def per_job(job: dict) -> dict:
         out[f"d{k}"] = s[k] - x[k]
     out["length"] = s["length"]
     return out
-
-
-def stat(values) -> dict:
-    """Values with their mean and sample sd (eval.results_seeds.mean_sd), as the seed tables keep them."""
-    mean, sd = mean_sd(values)
-    return {"values": [float(v) for v in values], "mean": mean, "sd": sd}
 
 
 def seed_means(rows: list[dict], key: str) -> list[float]:
