@@ -20,8 +20,11 @@ $(VENV)/.installed: pyproject.toml
 demo: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
 
+# Two pytest workers (pytest-xdist), a test file each at a time (module fixtures are built once):
+# most tests run one torch thread, so two files side by side use both cores of a 2-core machine.
+TEST_WORKERS ?= 2
 test: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
 # configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 (README).
