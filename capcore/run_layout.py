@@ -9,12 +9,12 @@ A run folder (``run_dir``: ``runs/demo`` for the demo) holds::
     captions/                   labels.h5, vocab.json (captioners.prepro)
     captioners/<run>/           a captioner run, XE or SCST (CaptionerDir; its config's out_dir)
     results/<name>/             tables written from the runs (RunDir.results)
-    report/                     eval.report
+    report/                     eval.reporting.report
 
 Stages, the pipeline planner, the results tables and the report ask these classes for paths instead of
 joining names themselves. Each study (beside its tables) and captioner run also leaves
 ``manifest.json`` (StudyManifest, CaptionerManifest): what it is and where its inputs are, paths relative to the run folder when they
-lie below it, so that eval.report reads facts instead of guessing from folder shapes and configs.
+lie below it, so that eval.reporting.report reads facts instead of guessing from folder shapes and configs.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class RunDir(_Folder):
 
     @property
     def scst_gains_md(self) -> Path:
-        """eval.scst_gains: what SCST did to each captioner, with issue #26's four checks."""
+        """eval.reporting.scst_gains: what SCST did to each captioner, with issue #26's four checks."""
         return self.captioning / "scst_gains.md"
 
 
@@ -189,7 +189,7 @@ def _portable(path: str | Path | None, run_dir: str | Path) -> str | None:
 
 @dataclass
 class StudyManifest:
-    """What a stage-one study is: eval.report's retrieval pages read it."""
+    """What a stage-one study is: eval.reporting.report's retrieval pages read it."""
     name: str
     track: str
     study_dir: str  # relative to the run folder when below it
@@ -204,7 +204,7 @@ class StudyManifest:
 
 @dataclass
 class CaptionerManifest:
-    """What a captioner run is: eval.report's caption pages read it."""
+    """What a captioner run is: eval.reporting.report's caption pages read it."""
     stage: str  # xe | rl
     core: str
     features: str  # the features file it trained on

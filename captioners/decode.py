@@ -6,7 +6,7 @@ Written files::
     preds.meta.json  {"checkpoint", "config_hash", "core", "stage" (xe | rl: the checkpoint's, xe when
                       absent), "split", "method", "beam_size", "temperature", "features", "n_images",
                       "command", "scst_signature" (rl/signature.py; null for XE)}: eval.captions copies
-                      config_hash and scst_signature from it; eval.results_table reads core, stage and
+                      config_hash and scst_signature from it; eval.reporting.results_table reads core, stage and
                       the features file (whose backbone attribute says Img / Cap)
     --attention A.h5 (optional) image_id [N] int64, seq [N, T] int32 (0 after the end),
                      alpha [N, T, H*W] float16 (the attention that produced word t), caption [N] str;

@@ -193,7 +193,7 @@ class CaptionerLoop:
             v.clear()
         may_be_best = recipe.eligible is None or len(p.history) == 1 or recipe.eligible(p.history[-1], p.history[0])
         if recipe.eligible is not None:
-            p.history[-1]["eligible"] = may_be_best  # eval.scst_gains finds best.pt's validation by it
+            p.history[-1]["eligible"] = may_be_best  # eval.reporting.scst_gains finds best.pt's validation by it
         if score > p.best and may_be_best:
             p.best = score
             save_checkpoint({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "epoch": epoch,

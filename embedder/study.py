@@ -61,7 +61,7 @@ def write_retrieval(path: Path, name: str, order: int, retrieved: np.ndarray, tr
                     ideal_dist: np.ndarray, source: str, query_emb: np.ndarray | None = None,
                     db_emb: np.ndarray | None = None) -> None:
     """One table row: retrieved database items per query, their label distances and the ideal ones;
-    with the embeddings (float16) when given, so a report can map them (eval.report's t-SNE)."""
+    with the embeddings (float16) when given, so a report can map them (eval.reporting.report's t-SNE)."""
     q_items, db_items = track.query_idx, track.db_idx
     dist = np.stack([track.eval_space.pairwise(q_items[i:i + 1], db_items[retrieved[i]])[0]
                      for i in range(len(q_items))])
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def study_manifest(cfg) -> StudyManifest:
-    """The facts eval.report needs about this study, from its config (capcore/run_layout.py)."""
+    """The facts eval.reporting.report needs about this study, from its config (capcore/run_layout.py)."""
     dims = list(cfg.dims)
     rows = {m.name + (f" {d}-D" if d is not None else ""): m.loss for d in (dims or [None]) for m in cfg.methods}
     data = OmegaConf.to_container(cfg.data, resolve=True)

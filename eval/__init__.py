@@ -1,3 +1,4 @@
-"""Evaluation and reporting, the top layer: caption metrics (pycocoevalcap), captioning results tables
-over seeds, stage-one tables over seeds, grounding checks and the HTML report. It reads the files the
-stages write and may import any stage (``.importlinter``); no stage imports it."""
+"""Evaluation, the top layer below the command: caption metrics (pycocoevalcap, ``captions``), grounding
+checks (``grounding``), linear probes (``probe``), attention maps and the environment doctor; the tables
+and the HTML report live in ``eval.reporting``. It reads the files the stages write and may import any
+stage (``.importlinter``); no stage imports it."""

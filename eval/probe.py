@@ -30,7 +30,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
 from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
-from eval.seed_stats import mean_sd, stat, text
+from eval.reporting.seed_stats import mean_sd, stat, text
 from feature_extract.h5io import open_features
 
 GROUPS = ("shape", "colour", "count", "size", "position", "background")

@@ -116,17 +116,17 @@ class Plan:
             return [f"bash scripts/stage3_rl.sh {e.args()}" for e in self.rl]
         if stage == "scores":
             runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
-            out = [f"{py} -m eval.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
+            out = [f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
             for folder in dict.fromkeys(str(Path(d).parent) for d in self.captioner_dirs("rl")):
-                out.append(f"{py} -m eval.scst_gains {shlex.quote(folder)} "
+                out.append(f"{py} -m eval.reporting.scst_gains {shlex.quote(folder)} "
                            f"--out {shlex.quote(str(RunDir(self.run).scst_gains_md))}")
             return out
         if stage == "report":
             if not self.cfg.report:
                 return []
             report = shlex.quote(str(RunDir(self.run).report))
-            return [f"{py} -m eval.report --run {shlex.quote(self.run)} --out {report}",
-                    f"{py} -m eval.report_check {report}/index.html --if-available"]
+            return [f"{py} -m eval.reporting.report --run {shlex.quote(self.run)} --out {report}",
+                    f"{py} -m eval.reporting.check {report}/index.html --if-available"]
         raise CapawareError("stage", f"unknown stage {stage!r}", f"use one of {', '.join(STAGES)}")
 
     def outputs(self, stage: str) -> list[str]:

@@ -17,9 +17,9 @@ a recipe differs from its neighbours in one setting. Seed 0's XE runs are the pi
 seeds' XE runs are trained first under RUN/seeds/s<seed>/captioners/ (as scripts/table1_seeds.sh
 names them, so both scripts share them). SCST runs write under RUN/scst_recipes/<recipe>/s<seed>/.
 Jobs run ``--lanes`` at a time, one thread each; a finished job is not redone. Then
-``eval.scst_recipes`` writes RUN/results/scst_recipes/scst_recipes.{md,json}: what each recipe did,
+``eval.reporting.scst_recipes`` writes RUN/results/scst_recipes/scst_recipes.{md,json}: what each recipe did,
 over seeds, and the recipe val chooses; and Table 1 over the seeds with that recipe's SCST runs
-(eval.results_table per seed, then eval.results_seeds) in RUN/results/scst_recipes/table1/.
+(eval.reporting.results_table per seed, then eval.reporting.results_seeds) in RUN/results/scst_recipes/table1/.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore.atomic import write_text  # noqa: E402
 from capcore.cpu_isa import cpu_line  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
-from eval import results_seeds, results_table, scst_recipes  # noqa: E402
+from eval.reporting import results_seeds, results_table, scst_recipes  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 

@@ -6,7 +6,7 @@ pipeline's own run (reused when finished, since studies resume), other seeds wri
 RUN/seeds/s<seed>/. The data stay those of the config; the seed changes the network's initialisation,
 the batch order and (caption track) the sampled queries. The caption track's seeds share seed 0's
 class-pretrained backbone, as every run of the paper shares the ImageNet weights. Then
-``eval.retrieval_seeds`` writes RUN/results/stage1_seeds/<study>.{md,json}: mean ± sd per row, and
+``eval.reporting.retrieval_seeds`` writes RUN/results/stage1_seeds/<study>.{md,json}: mean ± sd per row, and
 log-ratio + dense minus each other row, paired by seed (Fig. 5 sweeps: the smallest log-ratio
 embedding against every triplet row), and RUN/results/stage1_seeds/verdicts_<pipeline name>.md: one line per study.
 Rows of losses published after the paper (embedder.config.LATER_ROWS: Rank-N-Contrast) are paired with
@@ -30,7 +30,7 @@ from capcore.atomic import write_text  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from capcore.run_layout import RunDir, StudyDir  # noqa: E402
 from embedder.config import LATER_ROWS  # noqa: E402
-from eval.retrieval_seeds import REFERENCE  # noqa: E402
+from eval.reporting.retrieval_seeds import REFERENCE  # noqa: E402
 from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:
 
 
 def comparison(cfg) -> list[str]:
-    """eval.retrieval_seeds arguments: who is compared with whom (rows of later losses: ``--beside``)."""
+    """eval.reporting.retrieval_seeds arguments: who is compared with whom (rows of later losses: ``--beside``)."""
     later = {r["loss"] for r in LATER_ROWS.values()}
     suffixes = [f" {d}-D" for d in cfg.dims] or [""]
     beside = [m.name + s for s in suffixes for m in cfg.methods if m.loss in later]
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
             results.append(str(res.results(cfg.name)))
             timing.append(f"seed {seed} " + ("reused" if reused else f"{time.time() - start:.0f} s"))
         out = summary / cfg.name
-        subprocess.run([sys.executable, "-m", "eval.retrieval_seeds", *results, "--out", str(out),
+        subprocess.run([sys.executable, "-m", "eval.reporting.retrieval_seeds", *results, "--out", str(out),
                         "--machine", args.machine, "--timing", ", ".join(timing), *comparison(cfg)],
                        check=True)
         seeds = json.loads(out.with_suffix(".json").read_text())

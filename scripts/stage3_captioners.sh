@@ -7,7 +7,7 @@
 # Usage: scripts/stage3_captioners.sh CONFIG [key=value ...]   e.g. configs/demo/demo_topdown.yaml data.features=cap
 # data.features=img|cap picks features_dir/<name>.h5 and, through the demo/coco configs' out_dir, its own
 # run folder (runs/demo/captioners/<features>_<model>). Table 1 from the run folders:
-#   python -m eval.results_table runs/demo/captioners/{img,cap}_{att2all2,topdown} --out results/captioning
+#   python -m eval.reporting.results_table runs/demo/captioners/{img,cap}_{att2all2,topdown} --out results/captioning
 # Runs scripts/stage3.py (every step in one process). Reruns resume training (a finished run is not
 # retrained) and redo the cheap steps. The LSTMs are tiny on the demo, so one thread per process is the
 # default (set OMP_NUM_THREADS to change it).

@@ -6,7 +6,7 @@
 # scored exactly as the pipeline's captioners/rl stages do; seed 0 is the pipeline's own run (reused
 # when it is finished), other seeds write under RUN/seeds/s<seed>/. Stage one and the features stay
 # fixed: the seeds vary the captioners' initialisation, batch order, dropout and sampling. Then
-# eval.results_table per seed and eval.results_seeds over all seeds write
+# eval.reporting.results_table per seed and eval.reporting.results_seeds over all seeds write
 # RUN/results/captioning_seeds/captioning_seeds.{md,json} (mean ± sd, paired Cap - Img differences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +57,7 @@ for seed in "${seeds[@]}"; do
     ((${#over[@]})) && suffix=$(printf ' %q' "${over[@]}")  # later overrides win
     bash -c "$cmd$suffix" >"$out.log" 2>&1 || { echo "error: seed $seed failed; see $out.log" >&2; exit 1; }
   done
-  python -m eval.results_table "${dirs[@]}" --out "$results" >/dev/null
+  python -m eval.reporting.results_table "${dirs[@]}" --out "$results" >/dev/null
   tables+=("$results/captioning.json")
 done
-python -m eval.results_seeds "${tables[@]}" --out "$run/results/captioning_seeds" --machine "${machine:-$(uname -m), $(nproc) cores}"
+python -m eval.reporting.results_seeds "${tables[@]}" --out "$run/results/captioning_seeds" --machine "${machine:-$(uname -m), $(nproc) cores}"

@@ -69,7 +69,7 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     assert (meta["core"], meta["stage"]) == (core, "xe")
 
     from eval.captions import main as score_main
-    from eval.results_table import build_table
+    from eval.reporting.results_table import build_table
     score_main(["--preds", str(preds_path), "--refs", str(json_path), "--split", "test", "--out",
                 str(tmp_path / "run" / "metrics_test.json"), "--no-meteor", "--no-spice", "--tokenizer", "simple"])
     (row,), _ = build_table([tmp_path / "run"])  # the chain decode -> eval.captions -> results table

@@ -162,7 +162,7 @@ def test_the_study_trains_the_demo_rows_then_rnc(track):
 
 
 def test_seed_tables_pair_rnc_with_log_ratio_outside_the_claim(tmp_path):
-    from eval.retrieval_seeds import REFERENCE, beside_lines, claim_line, main, paired_table
+    from eval.reporting.retrieval_seeds import REFERENCE, beside_lines, claim_line, main, paired_table
     from scripts.stage1_seeds import comparison
 
     assert comparison(load_config("configs/study/study_pose.yaml")) == ["--reference", REFERENCE, "--beside", RNC]

@@ -1,7 +1,7 @@
-"""eval.report + eval.report_check on a small but real run folder.
+"""eval.reporting.report + eval.reporting.check on a small but real run folder.
 
 The folder is written by the stages' own writers (embedder.study.write_retrieval/write_items,
-embedder.retrieval_report.write_report, embedder.retrieval_grid.write_grids, eval.results_table.write_table,
+embedder.retrieval_report.write_report, embedder.retrieval_grid.write_grids, eval.reporting.results_table.write_table,
 eval.attention_maps.plot_attention) and then moved, so every path recorded inside it is stale and the
 report has to find its inputs from the folder itself. Some inputs are left out on purpose (the
 caption track, the layout study's grids and curves.png, one captioner's attention maps).
@@ -25,10 +25,10 @@ from capdata.records import MPII_JOINTS, select
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import write_report
 from embedder.study import write_items, write_retrieval
-from eval import report_check
-from eval.report import main as report_main
-from eval.report_check import check_dom
-from eval.results_table import write_table
+from eval.reporting import check as report_check
+from eval.reporting.report import main as report_main
+from eval.reporting.check import check_dom
+from eval.reporting.results_table import write_table
 
 N_TRAIN, N_TEST, K = 24, 6, 10
 TEST_IDS = [101, 102, 103, 104, 105, 106]
@@ -180,7 +180,7 @@ def write_stage_three(run: Path) -> None:
     runs = [write_captioner(run, f"{f}_topdown{'_scst' if s == 'rl' else ''}", "topdown", feats[f], s, refs, True)
             for f in ("img", "cap") for s in ("xe", "rl")]
     runs.append(write_captioner(run, "img_att2all2", "att2all2", feats["img"], "xe", refs, attention=False))
-    write_table(runs, run / "results" / "captioning", "python -m eval.results_table RUNS --out results/captioning")
+    write_table(runs, run / "results" / "captioning", "python -m eval.reporting.results_table RUNS --out results/captioning")
 
 
 @pytest.fixture(scope="module")

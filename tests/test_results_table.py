@@ -1,4 +1,4 @@
-"""eval.results_table: Table 1 layout from fake runs (metrics JSON + preds meta + tiny feats.h5 with the
+"""eval.reporting.results_table: Table 1 layout from fake runs (metrics JSON + preds meta + tiny feats.h5 with the
 attributes stage two writes). Row labels must come from the files, not from folder names."""
 import csv
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError, run_cli
-from eval.results_table import build_table, main
+from eval.reporting.results_table import build_table, main
 
 SPICE_WHY = "Stanford CoreNLP 3.6.0 models not found; copy the jars"
 
@@ -80,7 +80,7 @@ def test_rows_in_table1_order_labelled_from_the_feature_files(tmp_path, feats, m
     assert (first["B4"], first["M"], first["R"], first["S"]) == (0.3, 0.25, 0.55, None)
     assert first["decoding"] == "beam 2" and first["config_hash"] == "hash-att2all2"
     assert table["rows"][2]["backbone_method"] == "L(Log-ratio)+M(Dense)"
-    assert table["command"].startswith("python -m eval.results_table")
+    assert table["command"].startswith("python -m eval.reporting.results_table")
 
     md = (out / "captioning.md").read_text()
     assert md == capsys.readouterr().out.split("-> ")[0]  # printed as written

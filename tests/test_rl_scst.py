@@ -268,7 +268,7 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
                  "--no-progress", "--beam-size", "2"])
     assert len(json.loads((tmp_path / "preds.json").read_text())) == 4
     meta = json.loads((tmp_path / "preds.meta.json").read_text())
-    assert meta["stage"] == "rl"  # eval.results_table's XE/RL
+    assert meta["stage"] == "rl"  # eval.reporting.results_table's XE/RL
     # the signature says what trained it, on the checkpoint, the manifest and the predictions' meta
     sig = SCSTSignature.parse(ckpt["scst_signature"])
     assert (sig.eos, sig.baseline, sig.samples, sig.xe_weight, sig.temperature) == (True, "mean", 3, 3.0, 0.5)

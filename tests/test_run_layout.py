@@ -1,5 +1,5 @@
 """capcore/run_layout.py: one module names a run folder's artifacts; stages leave typed manifests that
-eval.report reads instead of guessing a study's folder and facts from paths and configs."""
+eval.reporting.report reads instead of guessing a study's folder and facts from paths and configs."""
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +14,7 @@ from capcore.run_layout import (
     resolve,
     write_manifest,
 )
-from eval.report_inputs import load_studies
+from eval.reporting.inputs import load_studies
 
 
 def study_manifest(run: Path, track: str = "layout", sweep: bool = True) -> StudyManifest:

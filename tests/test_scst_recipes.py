@@ -1,4 +1,4 @@
-"""eval.scst_gains (the four checks of an XE -> SCST pair) and eval.scst_recipes (recipes over seeds,
+"""eval.reporting.scst_gains (the four checks of an XE -> SCST pair) and eval.reporting.scst_recipes (recipes over seeds,
 chosen on val) on hand-made run folders; scripts/scst_recipes.py's recipe grid."""
 import json
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval import scst_gains, scst_recipes
+from eval.reporting import scst_gains, scst_recipes
 from scripts.scst_recipes import parse, recipes
 
 

@@ -1,14 +1,14 @@
-"""A static HTML report of one pipeline run: ``python -m eval.report --run RUN [--out RUN/report]``.
+"""A static HTML report of one pipeline run: ``python -m eval.reporting.report --run RUN [--out RUN/report]``.
 
 Reads what the stages left under RUN (``results/<study>/retrieval.json`` and their PNGs,
 ``results/captioning/captioning.json`` and the captioner run folders its rows name; see
-eval.report_inputs) and writes ``index.html`` with every picture it shows copied or drawn beside it,
+eval.reporting.inputs) and writes ``index.html`` with every picture it shows copied or drawn beside it,
 relative links only, inline CSS: the folder reads offline and can be zipped or moved. Sections follow
 the paper: Table 1, retrieval tables (Fig. 3 numbers), curves (Fig. 3), retrieval grids (Fig. 4/6/7),
 the dimension sweep (Fig. 5), a t-SNE map of pose embeddings, caption examples (Fig. 8) and attention
 maps (Fig. 16). A missing input becomes a note naming the stage that writes it, never a broken
 image. The folder is written under a temporary name and renamed, so no half-written report is left.
-Check it renders with ``python -m eval.report_check RUN/report/index.html``.
+Check it renders with ``python -m eval.reporting.check RUN/report/index.html``.
 """
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from PIL import Image
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import RunDir
 from embedder.retrieval_report import BOUNDS, TABLE_K, plot_curves
-from eval.report_captions import section_attention, section_examples, section_table1
-from eval.report_html import Cell, Section, anchor, code, esc, figure, page, table
-from eval.report_inputs import (
+from eval.reporting.captions import section_attention, section_examples, section_table1
+from eval.reporting.html import Cell, Section, anchor, code, esc, figure, page, table
+from eval.reporting.inputs import (
     TRACKS,
     Study,
     load_captioning,
@@ -89,14 +89,14 @@ class Context:
 def atomic_folder(dest: Path) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces ``dest`` (a previous report) by renames."""
     if dest.exists() and not (dest / MARKER).is_file() and any(dest.iterdir()):
-        raise CapawareError(dest, "exists and is not a report folder written by eval.report",
+        raise CapawareError(dest, "exists and is not a report folder written by eval.reporting.report",
                             "pass another --out, or remove that folder")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     old = None
     try:
         yield tmp
-        (tmp / MARKER).write_text("written by python -m eval.report; replaced whole on the next run\n")
+        (tmp / MARKER).write_text("written by python -m eval.reporting.report; replaced whole on the next run\n")
         os.chmod(tmp, 0o755)
         if dest.exists():
             old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
@@ -178,7 +178,7 @@ def section_curves(ctx: Context, studies: list[Study]) -> Section:
         how = f"{code(ctx.shown(src))} (embedder.retrieval_report.plot_curves)"
         if not (src.is_file() and ctx.copy(src, rel)):
             plot_curves(study.rows, ctx.target(rel), study.title)
-            how = f"re-plotted by eval.report from retrieval.json ({code(ctx.shown(src))} was missing)"
+            how = f"re-plotted by eval.reporting.report from retrieval.json ({code(ctx.shown(src))} was missing)"
         sec.add(figure(rel, f"curves {study.name}",
                        f"<b>{esc(study.title)}</b>: left, mean label distance of the top K (lower is better); right, "
                        f"nDCG@K (higher is better); dashed: Oracle and Untrained bounds. Image: {how}. "
@@ -211,7 +211,7 @@ def section_grids(ctx: Context, studies: list[Study]) -> Section:
 
 
 def section_sweep(ctx: Context, studies: list[Study]) -> Section:
-    from eval.report_figures import plot_sweep, sweep_grid
+    from eval.reporting.figures import plot_sweep, sweep_grid
 
     sec = Section("5. Embedding dimension (Fig. 5)")
     sweeps = [s for s in studies if s.sweep]
@@ -229,7 +229,7 @@ def section_sweep(ctx: Context, studies: list[Study]) -> Section:
         plot_sweep(study.rows, ks, study.baseline(), ctx.target(rel), study.title)
         sec.add(figure(rel, f"dimension sweep {study.name}",
                        f"nDCG@{' and @'.join(map(str, ks))} against the embedding dimension, one line per loss; "
-                       f"dashed: the untrained baseline. Drawn by eval.report from the "
+                       f"dashed: the untrained baseline. Drawn by eval.reporting.report from the "
                        f"\"&lt;method&gt; &lt;d&gt;-D\" rows. "
                        + study_source(ctx, study)))
         for k in ks:
@@ -257,7 +257,7 @@ def _pick_pose_study(ctx: Context, studies: list[Study]):
 
 
 def section_tsne(ctx: Context, studies: list[Study]) -> Section:
-    from eval.report_figures import (
+    from eval.reporting.figures import (
         first_component,
         label_vectors,
         neighbour_ratio,
@@ -328,7 +328,7 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
                    f"(queries and database) of study {esc(study.name)}; left to right: "
                    f"{', '.join(esc(t) for t, _ in maps)} (baseline before metric learning, then the trained log-ratio "
                    f"embedding). {colour_text} Embeddings from {', '.join(sources)} "
-                   f"(query_emb/db_emb, written by {code('python -m embedder.study')}); drawn by eval.report."))
+                   f"(query_emb/db_emb, written by {code('python -m embedder.study')}); drawn by eval.reporting.report."))
     return sec
 
 
@@ -358,7 +358,7 @@ def write_report(run: Path, out: Path, command: str, examples: int = 6, tsne_poi
         intro = (f"<p>Run folder {code(run)}. Kim et al., CVPR 2019, <i>Deep Metric Learning Beyond Binary "
                  f"Supervision</i>: log-ratio metric learning on continuous labels, then caption-aware features for "
                  f"captioning. Generated by {code(command)}; every figure says which file and command it comes "
-                 f"from. Check it with {code('python -m eval.report_check ' + str(out / 'index.html'))}.</p>")
+                 f"from. Check it with {code('python -m eval.reporting.check ' + str(out / 'index.html'))}.</p>")
         (tmp / "index.html").write_text(page(f"capaware report: {run.resolve().name}", intro, sections),
                                         encoding="utf-8")
     return sections
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
     out = Path(a.out) if a.out else RunDir(a.run).report
     args = argv if argv is not None else sys.argv[1:]
-    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.report", *args])
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.reporting.report", *args])
     sections = write_report(Path(a.run), out, command, max(1, a.examples), max(10, a.tsne_points))
     missing = [m for s in sections for m in s.missing]
     html = (out / "index.html").read_text(encoding="utf-8")

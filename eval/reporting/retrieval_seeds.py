@@ -1,6 +1,6 @@
 """Mean ± standard deviation of nDCG@K over several runs of one study (seeds), and the per-seed paired
 difference of one row against the others:
-``python -m eval.retrieval_seeds RESULTS_DIR... [--k 1 5 10 20 50] [--reference NAME] [--against NAME...]
+``python -m eval.reporting.retrieval_seeds RESULTS_DIR... [--k 1 5 10 20 50] [--reference NAME] [--against NAME...]
 [--beside NAME...] [--matches] [--out FILE_STEM] [--machine TEXT] [--timing TEXT]``.
 
 One seed's table cannot rank methods whose gaps are the size of the seed-to-seed spread; this puts
@@ -21,7 +21,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.seed_stats import agreement, stat, text
+from eval.reporting.seed_stats import agreement, stat, text
 
 REFERENCE = "L(Log-ratio)+M(Dense)"
 BOUNDS = ("Oracle",)
@@ -134,7 +134,7 @@ def beside_lines(reference: str, summary: dict, k: int = 10) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m eval.retrieval_seeds", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.reporting.retrieval_seeds", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="folders with a retrieval.json, one per seed")
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10, 20, 50])
     parser.add_argument("--reference", default=REFERENCE, help="the row whose lead is tested")

@@ -1,4 +1,4 @@
-"""Captioning results in the layout of Kim et al.'s Table 1: ``python -m eval.results_table RUN... --out DIR``.
+"""Captioning results in the layout of Kim et al.'s Table 1: ``python -m eval.reporting.results_table RUN... --out DIR``.
 
 Each RUN is a captioner run folder (every ``metrics_*.json`` / ``*.metrics.json`` in it is one row) or
 a metrics JSON of ``eval.captions`` itself. A row's identity is read from the files the captions came
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="folder for captioning.md / .csv / .json")
     a = parser.parse_args(argv)
     args = argv if argv is not None else sys.argv[1:]
-    text = write_table(a.runs, a.out, " ".join(shlex.quote(x) for x in ["python", "-m", "eval.results_table", *args]))
+    text = write_table(a.runs, a.out, " ".join(shlex.quote(x) for x in ["python", "-m", "eval.reporting.results_table", *args]))
     print(text + f"-> {os.path.join(a.out, 'captioning')}.{{md,csv,json}}")
 
 

@@ -1,16 +1,16 @@
-"""SCST recipes compared over seeds: ``python -m eval.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
+"""SCST recipes compared over seeds: ``python -m eval.reporting.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
 
 JOBS.json (written by scripts/scst_recipes.py) lists, per recipe, seed and captioner, the XE run and
-the SCST run started from it. For every job eval.scst_gains reads both runs; per recipe this writes,
+the SCST run started from it. For every job eval.reporting.scst_gains reads both runs; per recipe this writes,
 over seeds (each seed's value is the mean over its captioners, then mean ± sd over seeds):
 
 - val: CIDEr-D gain over the XE start (best epoch minus epoch 0) and bad endings at the best epoch;
 - test: CIDEr-D, BLEU-4, distinct captions, bad endings and mean length, each as SCST minus XE;
-- counts over all runs: CIDEr-D up, BLEU-4 up, and all four checks of eval.scst_gains;
+- counts over all runs: CIDEr-D up, BLEU-4 up, and all four checks of eval.reporting.scst_gains;
 - paired differences, seed by seed, of the end-token variants (eos minus noeos of the same baseline
   and objective), the question SacreEOS asks.
 
-The choice is made on val only, with the guards of eval.scst_gains' test checks that val can give:
+The choice is made on val only, with the guards of eval.reporting.scst_gains' test checks that val can give:
 among the recipes whose val bad endings stay within 2 points of the XE start's and whose val distinct
 captions keep at least 80% of the XE start's, the one that raised val CIDEr-D in the most runs (a recipe
 the demo ships must hold on every seed and captioner; where the collapse guard allowed no epoch,
@@ -30,8 +30,8 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.seed_stats import stat
-from eval.scst_gains import CHECKS, pair
+from eval.reporting.seed_stats import stat
+from eval.reporting.scst_gains import CHECKS, pair
 
 TEST = {"C": "CIDEr-D", "B4": "BLEU-4", "distinct": "distinct captions", "bad": "bad endings",
         "length": "mean length"}
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = eos_pairs(rows_by_recipe)
     text = markdown(summary, pairs, best, why, a.machine, a.jobs)
     out = Path(a.out)
-    command = shlex.join(["python", "-m", "eval.scst_recipes", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(["python", "-m", "eval.reporting.scst_recipes", *(argv if argv is not None else sys.argv[1:])])
     write_text(out / "scst_recipes.md", text)
     write_text(out / "scst_recipes.json", json.dumps({"recipes": summary, "eos_pairs": pairs, "chosen": best,
                                                       "why": why, "runs": rows_by_recipe, "machine": a.machine,

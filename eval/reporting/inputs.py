@@ -1,8 +1,8 @@
-"""What eval.report reads from a pipeline run folder.
+"""What eval.reporting.report reads from a pipeline run folder.
 
 Retrieval studies: ``RUN/results/<study>/retrieval.json`` (embedder.retrieval_report) and, beside it,
 the study's manifest (capcore.run_layout.StudyManifest: track, study folder, data, losses). Captioners:
-``RUN/results/captioning/captioning.json`` (eval.results_table); a row's ``preds`` lies in its
+``RUN/results/captioning/captioning.json`` (eval.reporting.results_table); a row's ``preds`` lies in its
 captioner run folder, whose manifest (CaptionerManifest) names the references. Paths recorded inside these files may be
 relative to the folder the stage ran in, or the run folder may have moved since, so every path is
 looked up by :func:`locate` rather than trusted.

@@ -1,6 +1,6 @@
 """Numbers over training seeds, written once for every seed table: Table 1 over seeds
-(eval.results_seeds), stage one's (eval.retrieval_seeds), the linear probes (eval.probe) and the SCST
-recipes (eval.scst_recipes)."""
+(eval.reporting.results_seeds), stage one's (eval.reporting.retrieval_seeds), the linear probes (eval.probe) and the SCST
+recipes (eval.reporting.scst_recipes)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,8 +1,8 @@
-"""HTML pieces of the run report (eval.report): tables, figures, notes and the page shell.
+"""HTML pieces of the run report (eval.reporting.report): tables, figures, notes and the page shell.
 
 Everything is inline (CSS, one small script) so the page reads offline from its folder. The script
 records after window load how many images loaded and how many tables rendered, on ``<body>``'s
-``data-*`` attributes, which eval.report_check reads back from headless Chromium's DOM dump.
+``data-*`` attributes, which eval.reporting.check reads back from headless Chromium's DOM dump.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Figures eval.report draws itself (matplotlib, Agg): the Fig. 5 dimension sweep, the t-SNE map of
+"""Figures eval.reporting.report draws itself (matplotlib, Agg): the Fig. 5 dimension sweep, the t-SNE map of
 pose embeddings, and caption-example thumbnails. Deterministic: fixed seeds, sorted inputs."""
 from __future__ import annotations
 

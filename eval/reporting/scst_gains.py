@@ -1,4 +1,4 @@
-"""What SCST did to each captioner: ``python -m eval.scst_gains CAPTIONERS_DIR [--out FILE.md]``.
+"""What SCST did to each captioner: ``python -m eval.reporting.scst_gains CAPTIONERS_DIR [--out FILE.md]``.
 
 CAPTIONERS_DIR holds XE runs and the SCST runs started from them, as scripts/pipeline.sh leaves them
 (``img_att2all2`` and ``img_att2all2_scst``, ...). For each pair it reads the test metrics of both
@@ -11,7 +11,7 @@ start, and at its best epoch), and checks what a user expects of SCST (issue #26
 - bad endings (captions whose last word ends no training reference) at most 2 points above the XE
   run's (no learned truncation, "a man riding a horse on a": SacreEOS, Barraco et al. 2023).
 
-Test numbers are reported, never used to choose anything: eval.scst_recipes chooses on val.
+Test numbers are reported, never used to choose anything: eval.reporting.scst_recipes chooses on val.
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         out = Path(a.out)
         write_text(out, text)
         write_text(out.with_suffix(".json"), json.dumps({"rows": rows, "command": " ".join(
-            ["python -m eval.scst_gains", *(argv if argv is not None else sys.argv[1:])])}, indent=1))
+            ["python -m eval.reporting.scst_gains", *(argv if argv is not None else sys.argv[1:])])}, indent=1))
     print(text, end="")
 
 

@@ -1,7 +1,7 @@
-"""The captioning sections of eval.report: Table 1, caption examples (Fig. 8) and attention maps.
+"""The captioning sections of eval.reporting.report: Table 1, caption examples (Fig. 8) and attention maps.
 
-All three take ``eval.report_inputs.load_captioning(RUN)``: ``RUN/results/captioning/captioning.json``
-(eval.results_table), whose rows name the predictions file, whose folder is the captioner run
+All three take ``eval.reporting.inputs.load_captioning(RUN)``: ``RUN/results/captioning/captioning.json``
+(eval.reporting.results_table), whose rows name the predictions file, whose folder is the captioner run
 (preds, per-image scores, attention/*.png).
 """
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections import defaultdict
 import numpy as np
 
 from capcore.run_layout import CaptionerDir
-from eval.report_html import Cell, Section, anchor, code, esc, figure, table
-from eval.report_inputs import CaptionRun, karpathy_refs, sort_key
-from eval.results_table import BESIDE, COLUMNS, DIGITS
+from eval.reporting.html import Cell, Section, anchor, code, esc, figure, table
+from eval.reporting.inputs import CaptionRun, karpathy_refs, sort_key
+from eval.reporting.results_table import BESIDE, COLUMNS, DIGITS
 
-TABLE_FIX = ("python -m eval.results_table CAPTIONER_RUN... --out RUN/results/captioning (after "
+TABLE_FIX = ("python -m eval.reporting.results_table CAPTIONER_RUN... --out RUN/results/captioning (after "
              "scripts/stage3_captioners.sh / stage3_rl.sh; scripts/demo.sh runs it)")
 STAGE3 = "scripts/stage3_captioners.sh CONFIG (XE) or scripts/stage3_rl.sh CONFIG (RL)"
 
@@ -58,7 +58,7 @@ def section_table1(ctx, captioning) -> Section:
             "self-critical. G: CIDEr-D with each image's own features over CIDEr-D with the features shuffled "
             "across images (eval.grounding; about 1 when the captions ignore the image), D: distinct captions / "
             "images, E: bad endings (captions whose last word ends no training reference). Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
-            f"{code(data.get('command') or 'python -m eval.results_table')}. Data: {', '.join(links)}.</p>"
+            f"{code(data.get('command') or 'python -m eval.reporting.results_table')}. Data: {', '.join(links)}.</p>"
             + (f"<ul class=note>{notes}</ul>" if notes else ""))
     curves(ctx, sec, captioning[1])
     return sec
@@ -67,7 +67,7 @@ def section_table1(ctx, captioning) -> Section:
 def curves(ctx, sec: Section, runs: list[CaptionRun]) -> None:
     """Val CIDEr-D after every epoch of each run (``history.json``): XE until it stopped rising, and
     SCST from its XE start (epoch 0). The same values are TensorBoard's val/cider_d."""
-    from eval.report_figures import _plt
+    from eval.reporting.figures import _plt
 
     histories = {}
     for run in runs:
@@ -128,7 +128,7 @@ def choose_examples(runs: list[CaptionRun], n: int) -> tuple[list[int], dict[int
 
 
 def section_examples(ctx, captioning) -> Section:
-    from eval.report_figures import thumbnail
+    from eval.reporting.figures import thumbnail
 
     sec = Section("7. Caption examples (Fig. 8)")
     data, runs, path = captioning

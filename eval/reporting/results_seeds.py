@@ -1,6 +1,6 @@
-"""Table 1 over training seeds: ``python -m eval.results_seeds TABLE.json... --out DIR``.
+"""Table 1 over training seeds: ``python -m eval.reporting.results_seeds TABLE.json... --out DIR``.
 
-Each input is the ``captioning.json`` of eval.results_table for one captioner training seed (the same
+Each input is the ``captioning.json`` of eval.reporting.results_table for one captioner training seed (the same
 features, other seeds). Written to DIR: ``captioning_seeds.md`` and ``.json`` with
 
 - per cell (Model x Features x Training) the mean ± sd over seeds of B4, C, M, R and the grounding
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from eval.results_table import BESIDE, COLUMNS
-from eval.seed_stats import agreement, stat, text
+from eval.reporting.results_table import BESIDE, COLUMNS
+from eval.reporting.seed_stats import agreement, stat, text
 
 METRICS = [c for c in [*COLUMNS, *BESIDE] if c != "S"]
 KEY = ("model", "features", "training")
@@ -35,10 +35,10 @@ def read_table(path: str | Path) -> dict[tuple[str, str, str], dict]:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CapawareError(path, f"not a readable captioning.json ({err})",
-                            "write it with python -m eval.results_table RUN... --out DIR") from None
+                            "write it with python -m eval.reporting.results_table RUN... --out DIR") from None
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
-        raise CapawareError(path, "no 'rows' list", "write it with python -m eval.results_table RUN... --out DIR")
+        raise CapawareError(path, "no 'rows' list", "write it with python -m eval.reporting.results_table RUN... --out DIR")
     return {tuple(r[k] for k in KEY): r for r in rows}
 
 
@@ -112,7 +112,7 @@ def markdown(result: dict, sources: list[str], machine: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tables", nargs="+", help="captioning.json of eval.results_table, one per seed")
+    parser.add_argument("tables", nargs="+", help="captioning.json of eval.reporting.results_table, one per seed")
     parser.add_argument("--out", required=True, help="folder for captioning_seeds.{md,json}")
     parser.add_argument("--machine", default="", help="where it ran (printed under the table)")
     a = parser.parse_args(argv)
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     machine = a.machine or "not given (--machine)"
     text = markdown(result, [str(Path(p)) for p in a.tables], machine)
     out = Path(a.out)
-    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.results_seeds",
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.reporting.results_seeds",
                                                 *(argv if argv is not None else sys.argv[1:])])
     write_text(out / "captioning_seeds.md", text)
     write_text(out / "captioning_seeds.json", json.dumps({**result, "sources": a.tables, "machine": machine,

@@ -1,7 +1,7 @@
-"""Does the report render offline? ``python -m eval.report_check RUN/report/index.html``.
+"""Does the report render offline? ``python -m eval.reporting.check RUN/report/index.html``.
 
 Opens the page in headless Chromium with the network cut off and reads back the DOM after load: the
-page's own script (eval.report_html) has recorded on ``<body>`` how many images loaded and how many
+page's own script (eval.reporting.html) has recorded on ``<body>`` how many images loaded and how many
 tables rendered. Prints ``report OK: 23/23 images, 6 tables``; exits non-zero with one line when an
 image failed, fewer tables rendered than the page holds, the count is missing (script did not run),
 the page loads anything from the network, or Chromium is absent. The binary: ``$CHROMIUM``, else
@@ -94,7 +94,7 @@ def check_dom(dom: str, page: Path | str = "page") -> Result:
                             "copy them into the report folder and link them relatively")
     if body.get("data-report-loaded") != "1":
         raise CapawareError(page, "no image/table count on <body> (the page's load script did not run)",
-                            "rebuild it with python -m eval.report")
+                            "rebuild it with python -m eval.reporting.report")
     try:
         loaded, total = int(body["data-images-loaded"]), int(body["data-images-total"])
         tables, want_tables = int(body["data-tables-rendered"]), int(body.get("data-tables-expected", 0))
@@ -102,20 +102,20 @@ def check_dom(dom: str, page: Path | str = "page") -> Result:
         failed = json.loads(body.get("data-images-failed") or "[]")
     except (KeyError, ValueError):
         raise CapawareError(page, "the image/table counts on <body> are malformed",
-                            "rebuild it with python -m eval.report") from None
+                            "rebuild it with python -m eval.reporting.report") from None
     if loaded < total:
         raise CapawareError(page, f"{total - loaded} of {total} images did not load ({', '.join(failed[:5])})",
                             "rebuild the report; a file it links is missing or not an image")
     if total < want_images or tables < want_tables:
         raise CapawareError(page, f"rendered {total}/{want_images} images and {tables}/{want_tables} tables",
-                            "the HTML is truncated or malformed; rebuild it with python -m eval.report")
+                            "the HTML is truncated or malformed; rebuild it with python -m eval.reporting.report")
     return Result(loaded, total, tables, failed)
 
 
 def check_page(page: str | Path) -> Result:
     page = Path(page)
     if not page.is_file():
-        raise CapawareError(page, "report page not found", "write it with python -m eval.report --run RUN")
+        raise CapawareError(page, "report page not found", "write it with python -m eval.reporting.report --run RUN")
     return check_dom(dump_dom(page), page)
 
 
