@@ -155,8 +155,8 @@ def test_the_study_trains_the_demo_rows_then_rnc(track):
     study = load_config(f"configs/study/study_{track}.yaml").methods
     assert list(study[:-1]) == list(demo) and study[-1].loss == "rank_n_contrast" and study[-1].name == RNC
     sweep = load_config(f"configs/sweeps/study_{track}_rnc_sweep.yaml")
-    assert {m.temperature for m in sweep.methods} == {0.5, 1.0, 2.0, 4.0}
-    assert {m.loss for m in sweep.methods} == {"rank_n_contrast"} and len(sweep.methods) == 4
+    assert {0.5, 1.0, 2.0, 4.0} <= {m.temperature for m in sweep.methods}  # and one more where the best sat at an edge
+    assert {m.loss for m in sweep.methods} == {"rank_n_contrast"} and len(sweep.methods) in (4, 5)
     assert {m.lr for m in sweep.methods} == {study[-1].lr}  # the temperature at the row's study lr
     assert sweep.data.synthetic.seed != load_config(f"configs/study/study_{track}.yaml").data.synthetic.seed
 
