@@ -95,6 +95,22 @@ def test_float32_agrees_with_float64_and_far_embeddings_stay_finite(one_thread):
         torch.testing.assert_close(g32.double(), g64, rtol=1e-3, atol=1e-5 * float(g64.abs().max()))
 
 
+@pytest.mark.parametrize("spread", [3.0, 300.0, 3000.0])  # the float64 prefix sums, and the logcumsumexp fallback
+def test_log_prefix_sums_equal_logcumsumexp_in_values_and_gradients(spread, one_thread):
+    from embedder.losses.rank_n_contrast import log_prefix_sums
+
+    g = torch.Generator().manual_seed(7)
+    for dtype in (torch.float32, F64):
+        x = (torch.rand(5, 40, generator=g, dtype=F64) * -spread).to(dtype)
+        w = torch.rand(5, 40, generator=g, dtype=F64).to(dtype)
+        ours, ref = x.clone().requires_grad_(True), x.double().requires_grad_(True)  # reference in float64
+        a, b = log_prefix_sums(ours), torch.logcumsumexp(ref, dim=1)
+        assert a.dtype == dtype
+        torch.testing.assert_close(a, b.to(dtype))
+        (ga,), (gb,) = torch.autograd.grad((a * w).sum(), ours), torch.autograd.grad((b * w.double()).sum(), ref)
+        torch.testing.assert_close(ga, gb.to(dtype))
+
+
 def test_no_pairs_gives_attached_zero_and_bad_input_is_rejected():
     x = torch.randn(1, 3, requires_grad=True)
     loss = rank_n_contrast_loss(x, torch.tensor([0]), torch.zeros(1, 1))

@@ -18,7 +18,8 @@ anchor; here the anchors are those the sampler chose (``train.anchors_per_batch`
 
 Exact in O(A B log B) after the O(A B D) distances, instead of the O(A B^2) of one mask per position
 (the authors' loss.py): sorted by descending label distance, every denominator is a prefix of one
-cumulative log-sum-exp, and a tie group shares the prefix that ends at its last member.
+cumulative log-sum-exp (:func:`log_prefix_sums`), and a tie group shares the prefix that ends at its
+last member.
 """
 from __future__ import annotations
 
@@ -48,8 +49,20 @@ def _pair_terms(logits: torch.Tensor, anchors: torch.Tensor, label_dist: torch.T
     key = (-label_dist).masked_fill(~not_anchor(anchors, logits.shape[1]), math.inf)
     key_sorted, order = torch.sort(key, dim=1)
     ordered = logits.gather(1, order)
-    prefix = torch.logcumsumexp(ordered, dim=1)
+    prefix = log_prefix_sums(ordered)
     return (prefix.gather(1, tie_group_ends(key_sorted)) - ordered)[:, :-1]
+
+
+def log_prefix_sums(x: torch.Tensor) -> torch.Tensor:
+    """log sum_{i <= j} exp(x_i) along each row: what ``torch.logcumsumexp`` computes, whose CPU backward
+    spends most of its time on subnormal numbers (7 ms of 8 for a 150 x 150 batch on a Zen 5). Here the
+    sums are of float64 exponentials shifted by the row's maximum, which cannot underflow unless a row
+    spans more than 700; such a batch takes ``logcumsumexp``, in float64 as well."""
+    top = x.detach().amax(dim=1, keepdim=True)
+    shifted = x.double() - top.double()
+    if shifted.numel() == 0 or float(shifted.detach().min()) < -700.0:
+        return torch.logcumsumexp(x.double(), dim=1).to(x.dtype)
+    return (shifted.exp().cumsum(dim=1).log() + top.double()).to(x.dtype)
 
 
 def tie_group_ends(key_sorted: torch.Tensor) -> torch.Tensor:
