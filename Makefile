@@ -27,7 +27,8 @@ test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
-# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 (README).
+# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast
+# rows joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min (docs/results.md).
 STUDY_RUN ?= runs/study
 study: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
