@@ -379,20 +379,6 @@ def test_caption_word_vectors_cover_every_content_word_and_separate_meanings(mad
         assert cos(a, b) > cos(a, c)
 
 
-def test_an_older_caption_set_without_vectors_gets_them_on_first_use(made, tmp_path):
-    import shutil
-    from types import SimpleNamespace
-
-    from embedder.data import ensure_synthetic
-
-    root = tmp_path / "captions"
-    shutil.copytree(made["captions", "a"][0], root)
-    (root / C.VECTORS_FILE).unlink()
-    ensure_synthetic(SimpleNamespace(root=str(root), track="caption", synthetic={"seed": 0}))
-    assert (root / C.VECTORS_FILE).read_bytes() == (made["captions", "a"][0] / C.VECTORS_FILE).read_bytes()
-    assert _files(root) == _files(made["captions", "a"][0])  # nothing else regenerated
-
-
 def test_attribute_embedding_of_the_label_ceiling_probe(made):
     """scripts/caption_label_ceiling.py: one column per (group, value); equal rows for equal attribute sets."""
     from scripts.caption_label_ceiling import multi_hot
