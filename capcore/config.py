@@ -21,11 +21,12 @@ from capcore.fingerprint import bookkeeping
 @dataclass
 class RunConfig:
     """The head of every training stage's schema (stage one, captioner XE, SCST): the run's name, its
-    seed, the device, and the run folder that configs put every output under."""
+    seed, the device, the run folder that configs put every output under, and the run's own folder."""
     name: str = bookkeeping("run")
     seed: int = 0
     device: str = bookkeeping("auto")  # auto | cpu | cuda
     run_dir: str = bookkeeping("runs/demo")  # the run folder; configs put every output under ${run_dir}
+    out_dir: str = bookkeeping("runs/demo/run")  # this run's own folder, inside run_dir (every config sets it)
 
 
 def config_arguments(doc: str, argv: list[str] | None = None) -> tuple[str, list[str]]:

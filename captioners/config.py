@@ -84,8 +84,8 @@ class CapValConfig:
 
 @dataclass
 class CaptionerConfig(RunConfig):
-    name: str = bookkeeping("demo_att2all2")
-    out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2")
+    """One captioner's cross-entropy training (python -m captioners.train): the features and captions it
+    reads, its core, the loop and how it is validated."""
     data: CapDataConfig = field(default_factory=CapDataConfig)
     model: CapModelConfig = field(default_factory=CapModelConfig)
     train: CapTrainConfig = field(default_factory=CapTrainConfig)

@@ -31,6 +31,7 @@ import numpy as np
 
 from capcore.atomic import atomic_path, write_text
 from capcore.errors import CapawareError, run_cli
+from capcore.h5read import read_h5
 from capdata.readers.karpathy import read_karpathy
 
 UNK = "UNK"
@@ -98,19 +99,17 @@ class Labels:
 
 def read_labels(path: str | Path) -> Labels:
     path = Path(path)
-    if not path.is_file():
-        raise CapawareError(path, "labels file not found", "run python -m captioners.prepro --json KARPATHY --out DIR")
-    try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("format") != LABELS_FORMAT:
-                raise CapawareError(path, "not a capaware labels.h5 (format attribute missing)",
-                                    "rerun python -m captioners.prepro")
-            out = Labels(labels=f["labels"][:], lengths=f["label_length"][:], start_ix=f["label_start_ix"][:],
-                         end_ix=f["label_end_ix"][:], image_ids=f["image_id"][:].astype(np.int64),
-                         splits=f["split"][:].astype(str), max_length=int(f.attrs["max_length"]), path=path)
-    except OSError as err:
-        raise CapawareError(path, f"not a readable HDF5 file ({err})", "rerun python -m captioners.prepro") from None
-    return out
+
+    def read(f) -> Labels:
+        if f.attrs.get("format") != LABELS_FORMAT:
+            raise CapawareError(path, "not a capaware labels.h5 (format attribute missing)",
+                                "rerun python -m captioners.prepro")
+        return Labels(labels=f["labels"][:], lengths=f["label_length"][:], start_ix=f["label_start_ix"][:],
+                      end_ix=f["label_end_ix"][:], image_ids=f["image_id"][:].astype(np.int64),
+                      splits=f["split"][:].astype(str), max_length=int(f.attrs["max_length"]), path=path)
+
+    return read_h5(path, read, "labels file", "run python -m captioners.prepro --json KARPATHY --out DIR",
+                   "rerun python -m captioners.prepro")
 
 
 def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_length: int = 16) -> dict:

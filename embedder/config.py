@@ -180,8 +180,8 @@ class EvalConfig:
 
 @dataclass
 class Stage1Config(RunConfig):
-    name: str = bookkeeping("demo_pose")
-    out_dir: str = bookkeeping("runs/demo_pose")
+    """A stage-one study (python -m embedder.study) or one of its rows (python -m embedder.train): the
+    track's data and labels, the neighbour graph, the network, the loop, the rows and their evaluation."""
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     captions: CaptionLabelConfig = field(default_factory=CaptionLabelConfig)

@@ -48,9 +48,9 @@ class RewardConfig:
 
 @dataclass
 class SCSTConfig(RunConfig):
-    name: str = bookkeeping("demo_att2all2_scst")
+    """Self-critical fine-tuning of one XE captioner (python -m rl.train): the checkpoint it starts from
+    (its architecture comes with it), the same data section as XE, the loop, the reward and validation."""
     init: str = bookkeeping("runs/demo/captioners/img_att2all2/best.pt")  # the XE checkpoint to start from
-    out_dir: str = bookkeeping("runs/demo/captioners/img_att2all2_scst")
     data: CapDataConfig = field(default_factory=CapDataConfig)
     train: SCSTTrainConfig = field(default_factory=SCSTTrainConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError
+from capcore.h5read import read_h5
 from embedder.labels.space import LabelSpace
 from embedder.retrieval import oracle_ranking
 
@@ -44,17 +45,16 @@ def write_graph(path: str | Path, nn_idx: np.ndarray, nn_dist: np.ndarray, attrs
 
 def read_graph(path: str | Path) -> NeighbourGraph:
     path = Path(path)
-    if not path.is_file():
-        raise CapawareError(path, "neighbour graph not found", "build it first (python -m embedder.study, or embedder.graph_shards build + merge)")
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise CapawareError(path, "neighbour graph is incomplete (a build was interrupted)",
-                                    "rerun the graph build; it resumes")
-            attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
-            return NeighbourGraph(f["nn_idx"][()], f["nn_dist"][()], attrs)
-    except (OSError, KeyError) as err:
-        raise CapawareError(path, f"not a neighbour-graph HDF5 file ({err})", "delete it and rebuild") from None
+
+    def read(f) -> NeighbourGraph:
+        if not f.attrs.get("complete", False):
+            raise CapawareError(path, "neighbour graph is incomplete (a build was interrupted)",
+                                "rerun the graph build; it resumes")
+        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+        return NeighbourGraph(f["nn_idx"][()], f["nn_dist"][()], attrs)
+
+    return read_h5(path, read, "neighbour graph", "build it first (python -m embedder.study, or "
+                   "embedder.graph_shards build + merge)", "delete it and rebuild")
 
 
 def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
