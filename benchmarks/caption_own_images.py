@@ -58,12 +58,12 @@ def main(argv: list[str] | None = None) -> None:
     root = work / "images"
     images = [(root / im["filepath"] / im["filename"], im) for im in data["images"]]
     paths = [path for path, _ in images]
+    captioner = Captioner.load(model, device="cpu", precision="float32")
     command = shlex.join(["python", "benchmarks/caption_own_images.py", *(sys.argv[1:] if argv is None else argv)])
     print(f"* command: `{command}`")
     print(f"* machine: {cpu_line()}; {a.threads} threads; {len(paths)} new images (generator seed {a.seed}), "
           f"batch {a.batch_size}, beam 2; `{model.name}` {model.stat().st_size / 2**20:.1f} MiB, exported from "
-          f"`{Path(Captioner.load(model).file.provenance['checkpoint']).parent.name}` (best validation CIDEr-D)")
-    captioner = Captioner.load(model, device="cpu", precision="float32")
+          f"`{Path(captioner.file.provenance['checkpoint']).parent.name}` (best validation CIDEr-D)")
     rate, captions = throughput(captioner, paths, a.repeats, a.batch_size)
     print(f"* float32: **{rate:.1f} images/s** (read, decode, resize, trunk, captioner; model loaded; median of "
           f"{a.repeats} passes)")

@@ -16,12 +16,12 @@ from typing import Iterable, Iterator, Union
 
 import numpy as np
 import torch
-from PIL import Image, ImageOps
+from PIL import Image
 from tqdm import tqdm
 
 from capcore.device import pick_device
 from capcore.errors import CapawareError
-from capdata.images import load_rgb, to_rgb
+from capdata.images import load_rgb, upright_rgb
 from captioners.decoding import decode
 from captioners.model import build_captioner
 from captioners.prepro import decode_sequence
@@ -46,7 +46,7 @@ class Captioned:
 def upright(image: ImageLike) -> Image.Image:
     """A path or a PIL image as upright 8-bit RGB (capdata.images' rules for both)."""
     if isinstance(image, Image.Image):
-        return to_rgb(ImageOps.exif_transpose(image))
+        return upright_rgb(image)
     return load_rgb(image)
 
 

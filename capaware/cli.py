@@ -52,16 +52,6 @@ def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
     return call
 
 
-def run_caption(args: list[str]) -> int:
-    from capaware.caption_cli import main
-    return main(args)
-
-
-def run_export(args: list[str]) -> int:
-    from capaware.export_cli import main
-    return main(args)
-
-
 COMMANDS = {
     "demo": Command("the whole pipeline on the embedded default, every output under runs/demo (make demo)",
                     "capaware demo   # or: capaware demo --from captioners --force", lambda a: shell("demo.sh", a),
@@ -73,9 +63,10 @@ COMMANDS = {
                    "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes"),
     "caption": Command("caption your own images (files or folders) with an exported .capaware model",
                        "capaware caption --model model.capaware photos/ --out preds.json --attention att/",
-                       run_caption),
+                       delegate("capaware.caption_cli", "caption")),
     "export": Command("pack a trained captioner, its backbone and preprocessing into one .capaware file",
-                      "capaware export runs/demo/captioners/cap_topdown_scst -o model.capaware", run_export),
+                      "capaware export runs/demo/captioners/cap_topdown_scst -o model.capaware",
+                      delegate("capaware.export_cli", "export")),
     "score": Command("score captions with pycocoevalcap: BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE",
                      "capaware score --preds preds.json --refs dataset_coco.json --split test",
                      delegate("eval.captions", "score")),

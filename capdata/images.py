@@ -43,6 +43,11 @@ def to_rgb(img: Image.Image) -> Image.Image:
     return img.convert("RGB")
 
 
+def upright_rgb(img: Image.Image) -> Image.Image:
+    """An opened image (a file's, or a caller's PIL image) as upright 8-bit RGB: EXIF orientation applied."""
+    return to_rgb(ImageOps.exif_transpose(img))
+
+
 def load_rgb(path: str | Path) -> Image.Image:
     """The image at ``path`` as a fully decoded, upright (EXIF orientation applied) 8-bit RGB PIL image,
     its file already closed; an animated image gives its first frame."""
@@ -57,7 +62,7 @@ def load_rgb(path: str | Path) -> Image.Image:
                                     f"pixels; the limit is {MAX_PIXELS / 1e6:.0f} M, against decompression bombs)",
                                     "downscale it (e.g. to 2000 pixels on the long side)")
             img.load()  # the first frame of an animated GIF / WebP / TIFF
-            return to_rgb(ImageOps.exif_transpose(img))
+            return upright_rgb(img)
     except FileNotFoundError:
         raise CapawareError(path, "image not found", _FIX) from None
     except IsADirectoryError:
