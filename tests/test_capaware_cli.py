@@ -137,6 +137,28 @@ def test_pil_images_and_attention_overlays(trained, model_file, tmp_path, capsys
     assert len(pngs) == 2 and all(Image.open(p).size[0] > 100 for p in pngs)
 
 
+def test_captioning_reads_the_model_file_alone(trained, model_file, tmp_path, monkeypatch):
+    """A copied .capaware captions with no HDF5 file and no checkpoint of the run opened."""
+    import shutil
+
+    import h5py as h5
+
+    from capaware import Captioner
+    from capcore import checkpoint
+
+    _, _, tests, _ = trained
+    paths = [tests[i] for i in sorted(tests)][:3]
+    expected = Captioner.load(model_file).caption(paths)
+    copy = tmp_path / "shared.capaware"
+    shutil.copy(model_file, copy)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"captioning opened a run file: {args[:1]}")
+    monkeypatch.setattr(h5, "File", refuse)
+    monkeypatch.setattr(checkpoint, "load_checkpoint", refuse)
+    assert Captioner.load(copy).caption(paths) == expected
+
+
 def test_users_folder_with_odd_and_bad_files(trained, model_file, tmp_path, capsys):
     folder = tmp_path / "mine"
     good = good_images(folder)
