@@ -65,8 +65,8 @@ def config_files(path: str | Path) -> list[Path]:
 
 def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: type, prepare=None) -> Any:
     """Merge a YAML file (with its ``defaults``: ``compose``) and ``key=value`` overrides onto ``schema``;
-    errors name key and file. ``prepare(raw, where)``, when given, rewrites the composed file before
-    the merge (stage one expands its named method rows there)."""
+    errors name key and file. ``prepare(raw, where)``, when given, rewrites the composed file and the
+    overrides before each merge (stage one expands its named method rows there)."""
     base = OmegaConf.structured(schema)
     where = str(path) if path else "<defaults>"
     try:
@@ -75,7 +75,8 @@ def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: t
             base = OmegaConf.merge(base, prepare(raw, where) if prepare else raw)
         if overrides:
             where = f"{where} + command line"
-            base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+            extra = OmegaConf.from_dotlist(list(overrides))
+            base = OmegaConf.merge(base, prepare(extra, where) if prepare else extra)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or ""
         msg = str(err).splitlines()[0]

@@ -6,11 +6,13 @@ training loop uses lives here, so a config file is the whole description of a ru
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from capcore.config import ConfigChecks, RunConfig
 from capcore.config import load_config as load_schema
@@ -252,10 +254,42 @@ def check(cfg, c: ConfigChecks) -> None:
         positive("dims", d)
 
 
+def slug(name: str) -> str:
+    """A row's folder name under ``methods/`` ("L(Log-ratio)+M(Dense)" -> "l_log_ratio_m_dense")."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+ROW_OVERRIDE = re.compile(r"^methods\.([^.=]+)\.([^=]+)=(.*)$", re.S)
+
+
+def apply_row_overrides(cfg, overrides: list[str], where: str) -> None:
+    """``methods.ROW.KEY=VALUE``: one row's setting from the command line. ROW is the row's place in
+    ``methods`` (0, 1, ...) or its folder name (``l_log_ratio_m_dense``: ``slug`` of its name), so a sweep or
+    a control changes one row's lr or epochs without a YAML file; the value is checked by the schema."""
+    for item in overrides:
+        row, key, value = ROW_OVERRIDE.match(item).groups()
+        names = [slug(m.name) for m in cfg.methods]
+        index = int(row) if row.isdigit() else names.index(row) if row in names else None
+        if index is None or index >= len(cfg.methods):
+            raise CapawareError(f"{where} + command line", f"{item}: no row {row!r} in methods",
+                                f"name a row by its place (0..{len(names) - 1}) or its folder name: {', '.join(names)}")
+        try:
+            OmegaConf.update(cfg.methods[index], key, OmegaConf.from_dotlist([f"v={value}"]).v, merge=True)
+        except OmegaConfBaseException as err:
+            raise CapawareError(f"{where} + command line", f"{item}: {str(err).splitlines()[0]}",
+                                "use a field of embedder.config.MethodConfig with a value of its type") from None
+
+
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
     """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise),
-    every named setting checked against its choices (``check``): the first problem is one error line."""
-    cfg = load_schema(path, overrides, schema=schema, prepare=expand_rows)
+    every named setting checked against its choices (``check``): the first problem is one error line.
+    ``methods.ROW.KEY=VALUE`` overrides one row (``apply_row_overrides``); ``methods=[{row: NAME, ...}]``
+    on the command line expands its rows as a file's do."""
+    rows = [o for o in overrides if ROW_OVERRIDE.match(o)]
+    rest = [o for o in overrides if not ROW_OVERRIDE.match(o)]
+    cfg = load_schema(path, rest, schema=schema, prepare=expand_rows)
+    if rows:
+        apply_row_overrides(cfg, rows, str(path or "<defaults>"))
     if schema is Stage1Config:
         checks = ConfigChecks(path, overrides)
         check(cfg, checks)

@@ -23,7 +23,7 @@ from capcore.config import to_yaml
 from capcore.device import pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.run_layout import MANIFEST, RunDir, StudyDir, StudyManifest, write_manifest
-from embedder.config import load_config
+from embedder.config import load_config, slug
 from embedder.data import ImageBank, read_records, split_records
 from embedder.model import build_model
 from embedder.pretrain import (
@@ -37,7 +37,7 @@ from embedder.retrieval import oracle_ranking, retrieve
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import write_report
 from embedder.track import Track, load_or_build_graph, prepare_track
-from embedder.train import slug, train_method
+from embedder.train import train_method
 
 
 def embed(model, bank: ImageBank, index: np.ndarray, device, batch_size: int = 128,

@@ -16,7 +16,6 @@ with its own statistics (``sync``: SyncBatchNorm, CUDA only; ``frozen``: running
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from capcore.fingerprint import run_fingerprint
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
-from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config
+from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
 from embedder.losses.log_ratio import log_ratio_loss
@@ -45,10 +44,6 @@ from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
 from embedder.track import prepare_track
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
 class MethodLoss(torch.nn.Module):

@@ -90,6 +90,12 @@ def load_backbone(cfg) -> tuple[Embedder, BackboneInfo]:
     return model.eval(), info
 
 
-def label_of(kind: str) -> str:
-    """The row label of the paper's captioning tables: Img (class supervision) vs Cap (ours)."""
-    return {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap"}.get(kind, "Custom")
+LABELS = {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap", "oracle": "Oracle"}
+"""Row labels of the captioning tables by backbone kind; feature_extract.oracle writes the "oracle" kind."""
+
+
+def label_of(kind: str, label: str = "") -> str:
+    """The row label of the paper's captioning tables: Img (class supervision) vs Cap (ours), Oracle (the
+    scene's ground truth); ``label``, the file's own ``label`` attribute when its config set one (e.g. "Attr"
+    for the attribute-supervised control, which is class-pretrained too), wins."""
+    return label or LABELS.get(kind, "Custom")

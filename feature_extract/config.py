@@ -52,6 +52,8 @@ class FeaturesConfig:
     batch_size: int = 16
     num_workers: int = 2  # DataLoader processes decoding and resizing images (0: in this process)
     channels_last: bool = True
+    label: str = ""  # the row label tables print (a "label" attribute of the file); empty: from the backbone kind
+    # (Img, Cap): set it where two files share a kind, as the attribute control (Attr) or a second Cap row (Cap2)
     skip_bad: bool = False  # record undecodable images as skipped instead of stopping
     stop_after_batches: Optional[int] = None  # testing aid: die like a kill after this many complete
     # batches, with the next batch's rows already written but not yet counted in n_done

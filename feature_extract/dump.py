@@ -146,12 +146,13 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
             with h5py.File(out, "r") as g:
                 n_skipped = int(g.attrs["n_skipped"])
             return {"out": out, "status": "already complete (--force to redo)", "n": n, "done_now": 0,
-                    "skipped": n_skipped, "channels": c, "label": label_of(info.kind), "seconds": 0.0,
+                    "skipped": n_skipped, "channels": c, "label": label_of(info.kind, cfg.label), "seconds": 0.0,
                     "compute": f"{device.type} {extract.precision}"}
         start, n_skipped = int(f.attrs["n_done"]), int(f.attrs["n_skipped"])
         f.close()
     else:  # a leftover .partial committed no row: start over (create replaces it atomically)
-        h5io.create(partial, {**attrs, "command": command}, images.ids, images.names)
+        h5io.create(partial, {**attrs, "command": command, **({"label": cfg.label} if cfg.label else {})},
+                    images.ids, images.names)
         start, n_skipped = 0, 0
     try:
         return _fill(cfg, out, partial if start == 0 else out, images, extract, info, device, start,
@@ -203,7 +204,7 @@ def _fill(cfg, out: Path, path: Path, images, extract, info, device, start: int,
     bar.close()
     seconds = time.perf_counter() - t0
     return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,
-            "skipped": n_skipped, "label": label_of(info.kind), "seconds": seconds, "channels": c,
+            "skipped": n_skipped, "label": label_of(info.kind, cfg.label), "seconds": seconds, "channels": c,
             "compute": f"{device.type} {extract.precision}"}
 
 

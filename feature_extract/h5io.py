@@ -152,7 +152,7 @@ class FeaturesFile:
 
     @property
     def label(self) -> str:
-        return label_of(self.attrs.get("backbone", ""))
+        return label_of(str(self.attrs.get("backbone", "")), str(self.attrs.get("label", "")))
 
     def __len__(self) -> int:
         return len(self.image_id)

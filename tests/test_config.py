@@ -145,3 +145,22 @@ def test_method_rows_are_named_once_and_expanded_at_load(tmp_path):
         for m in list(raw.get("methods") or []) + ([raw.method] if "method" in raw else []):
             assert "row" in m and "loss" not in m and "mining" not in m, f"{config.name}: {m}"
     assert {r["loss"] for r in PAPER_ROWS.values()} == {"log_ratio", "triplet", "margin"}
+
+
+def test_one_row_is_overridden_from_the_command_line_by_place_or_folder_name():
+    cfg = load_config("configs/demo/demo_caption.yaml", ["methods.l_log_ratio_m_dense.lr=3e-4", "methods.0.epochs=2"])
+    rows = {m.name: m for m in cfg.methods}
+    assert rows["L(Log-ratio)+M(Dense)"].lr == 3e-4 and rows["L(Triplet)+M(Dense)"].lr == 3e-4
+    assert rows["L(Triplet)+M(Binary)"].epochs == 2.0 and rows["L(Triplet)+M(Binary)"].lr == 1e-4
+    assert rows["L(Log-ratio)+M(Dense)"].epochs is None
+    cfg = load_config("configs/demo/demo_caption.yaml", ['methods=[{row: "L(Log-ratio)+M(Dense)", lr: 0.0003}]'])
+    assert [(m.name, m.loss, m.mining, m.lr) for m in cfg.methods] == [("L(Log-ratio)+M(Dense)", "log_ratio", "dense", 3e-4)]
+
+
+@pytest.mark.parametrize("override,match", [("methods.nope.lr=1", "no row 'nope'.*l_log_ratio_m_dense"),
+                                            ("methods.7.lr=1", "no row '7'"),
+                                            ("methods.0.lrr=1", "lrr"),
+                                            ("methods.0.lr=-1", r"methods\[0\].lr: must be > 0")])
+def test_a_bad_row_override_is_one_line(override, match):
+    with pytest.raises(CapawareError, match=match):
+        load_config("configs/demo/demo_caption.yaml", [override])

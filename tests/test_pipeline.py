@@ -157,7 +157,7 @@ def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream
                             "--machine", "test"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
     assert seeds.returncode == 0, seeds.stdout + seeds.stderr
     result = json.loads((two / "results" / "captioning_seeds" / "captioning_seeds.json").read_text())
-    assert result["n_seeds"] == 2 and len(result["cells"]) == 4 and len(result["cap_minus_img"]) == 2
+    assert result["n_seeds"] == 2 and len(result["cells"]) == 4 and len(result["paired"]) == 2
     seed0 = json.loads((two / "results" / "captioning_seeds" / "s0" / "captioning.json").read_text())["rows"]
     assert [r["C"] for r in seed0] == [r["C"] for r in rows]  # seed 0 is the pipeline's own run
     cell = result["cells"][0]

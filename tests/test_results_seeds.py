@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.results_seeds import aggregate, main, read_table, verdict
+from eval.reporting.results_seeds import aggregate, main, paired_test, read_table, verdict
 
 
 def table(path, c_img, c_cap, b4=0.2):
@@ -21,7 +21,7 @@ def table(path, c_img, c_cap, b4=0.2):
 
 
 def test_mean_sd_and_paired_differences_match_numpy(tmp_path):
-    imgs, caps = [0.50, 0.60, 0.55], [0.70, 0.65, 0.80]
+    imgs, caps = [0.50, 0.60, 0.55], [0.70, 0.72, 0.76]
     tables = [read_table(table(tmp_path / f"s{i}.json", a, b)) for i, (a, b) in enumerate(zip(imgs, caps))]
     result = aggregate(tables)
     cell = next(c for c in result["cells"] if (c["model"], c["features"], c["training"]) == ("Att2all2", "Cap", "RL"))
@@ -30,19 +30,33 @@ def test_mean_sd_and_paired_differences_match_numpy(tmp_path):
     assert "S" not in cell  # SPICE n/a: no statistic
     assert cell["E"]["mean"] == pytest.approx(0.01) and cell["signature"] == "`Standard_sig`"
     assert "signature" not in next(c for c in result["cells"] if c["training"] == "XE")
-    diff = next(d for d in result["cap_minus_img"] if (d["model"], d["training"]) == ("Top-Down", "XE"))
+    diff = next(d for d in result["paired"] if (d["model"], d["training"]) == ("Top-Down", "XE"))
     d = np.array(caps) - np.array(imgs)
     assert diff["C"]["values"] == pytest.approx(d.tolist()) and diff["C"]["sd"] == pytest.approx(d.std(ddof=1))
     assert diff["B4"]["mean"] == pytest.approx(0.0)
-    assert verdict(diff).startswith("Cap > Img (CIDEr-D higher with Cap on 3 of 3")
-    assert len(result["cap_minus_img"]) == 4
+    assert verdict(diff).startswith("Cap > Img (p = ") and "higher with Cap on 3 of 3" in verdict(diff)
+    assert len(result["paired"]) == 4
 
 
-def test_verdict_says_no_clear_difference_when_seeds_disagree():
+def test_paired_test_matches_scipy_and_the_power_formula():
+    from scipy import stats
+
+    d = np.array([0.03, -0.01, 0.05, 0.02, 0.00])
+    test = paired_test(d)
+    assert test["p"] == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue)
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    assert test["half_width"] == pytest.approx(stats.t.ppf(0.975, 4) * se)
+    # detectable: a true mean of this size is rejected at 5% with 80% power (noncentral t, to the formula's accuracy)
+    power = stats.nct.sf(stats.t.ppf(0.975, 4), 4, test["detectable"] / se)
+    assert 0.75 < power < 0.85
+    assert paired_test([0.1])["detectable"] is None
+
+
+def test_verdict_says_no_difference_with_what_the_seeds_could_detect():
     mixed = {"C": {"values": [0.1, -0.1, 0.05], "mean": 0.0167, "sd": 0.1}}
-    assert verdict(mixed).startswith("no clear difference (CIDEr-D higher with Cap on 2 of 3")
-    worse = {"C": {"values": [-0.1, -0.2], "mean": -0.15, "sd": 0.07}}
-    assert verdict(worse).startswith("Cap < Img")
+    assert verdict(mixed).startswith("no difference detectable at ± ") and "higher with Cap on 2 of 3" in verdict(mixed)
+    worse = {"features": "Oracle", "C": {"values": [-0.1, -0.2, -0.15, -0.12], "mean": -0.1425, "sd": 0.04}}
+    assert verdict(worse).startswith("Oracle < Img (p = ")
 
 
 def test_cli_writes_markdown_and_refuses_a_file_that_is_not_a_table(tmp_path, capsys):

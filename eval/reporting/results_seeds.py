@@ -5,9 +5,11 @@ features, other seeds). Written to DIR: ``captioning_seeds.md`` and ``.json`` wi
 
 - per cell (Model x Features x Training) the mean ± sd over seeds of B4, C, M, R and the grounding
   columns G, D (sample sd, n - 1; a single seed shows no sd);
-- per Model x Training the paired Cap − Img difference of each metric, seed by seed, then its mean ± sd:
-  the paper's claim (Cap > Img) holds on this data when the mean difference of C is above zero by more
-  than its spread, and the verdict line says which way each pair falls.
+- per Model x Features x Training the paired difference against Img (Cap − Img, and Oracle − Img, Attr − Img
+  ... where the tables hold those rows) of each metric, seed by seed, then its mean ± sd; for CIDEr-D a
+  paired t-test over seeds, its 95% half-width and the smallest difference the seeds could detect
+  (``paired_test``). The paper's claim (Cap > Img) holds on this data when the test says so; "no
+  difference" is printed with the size of difference the run could have seen.
 
 One seed is an anecdote: the demo's own Table 1 is one of these seeds.
 """
@@ -19,11 +21,13 @@ import shlex
 import sys
 from pathlib import Path
 
+import numpy as np
+from scipy.stats import t as student_t
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from eval.reporting.results_table import BESIDE, COLUMNS
-from eval.reporting.seed_stats import agreement, stat, text
+from eval.reporting.seed_stats import stat, text
 
 METRICS = [c for c in [*COLUMNS, *BESIDE] if c != "S"]
 KEY = ("model", "features", "training")
@@ -42,8 +46,26 @@ def read_table(path: str | Path) -> dict[tuple[str, str, str], dict]:
     return {tuple(r[k] for k in KEY): r for r in rows}
 
 
+def paired_test(diffs) -> dict:
+    """A paired t-test of per-seed differences against zero, and what the run could have seen.
+
+    ``half_width``: the 95% confidence half-width, t(.975, n-1) sd / sqrt(n); ``p``: the two-sided p-value;
+    ``detectable``: the smallest true mean difference this many seeds with this spread would find at the 5%
+    level with 80% power, (t(.975, n-1) + t(.80, n-1)) sd / sqrt(n). A difference smaller than ``detectable``
+    going unseen says nothing; a verdict of "no difference" is only as strong as this number is small."""
+    d = np.asarray(diffs, dtype=np.float64)
+    n = len(d)
+    if n < 2:
+        return {"n": n, "half_width": None, "p": None, "detectable": None}
+    se = d.std(ddof=1) / np.sqrt(n)
+    t95, t80 = student_t.ppf(0.975, n - 1), student_t.ppf(0.80, n - 1)
+    p = float(2 * student_t.sf(abs(d.mean()) / se, n - 1)) if se > 0 else (0.0 if d.mean() else 1.0)
+    return {"n": n, "half_width": float(t95 * se), "p": p, "detectable": float((t95 + t80) * se)}
+
+
 def aggregate(tables: list[dict]) -> dict:
-    """Cells present in every seed's table: mean ± sd per metric, and the paired Cap − Img differences."""
+    """Cells present in every seed's table: mean ± sd per metric, and every feature set's paired difference
+    against Img (Cap, Cap2, Attr, Oracle... whichever the tables hold), seed by seed, with its t-test."""
     keys = [k for k in tables[0] if all(k in t for t in tables[1:])]
     cells = []
     for key in keys:
@@ -58,33 +80,38 @@ def aggregate(tables: list[dict]) -> dict:
         cells.append(cell)
     diffs = []
     for model in dict.fromkeys(k[0] for k in keys):
-        for training in ("XE", "RL"):
-            img, cap = (model, "Img", training), (model, "Cap", training)
-            if img not in keys or cap not in keys:
-                continue
-            d = {"model": model, "training": training}
-            for m in METRICS:
-                pairs = [(t[cap].get(m), t[img].get(m)) for t in tables]
-                if all(isinstance(c, (int, float)) and isinstance(i, (int, float)) for c, i in pairs):
-                    vals = [c - i for c, i in pairs]
-                    d[m] = stat(vals)
-            diffs.append(d)
-    return {"n_seeds": len(tables), "cells": cells, "cap_minus_img": diffs}
+        for feats in dict.fromkeys(k[1] for k in keys if k[1] != "Img"):
+            for training in ("XE", "RL"):
+                img, other = (model, "Img", training), (model, feats, training)
+                if img not in keys or other not in keys:
+                    continue
+                d = {"model": model, "features": feats, "training": training}
+                for m in METRICS:
+                    pairs = [(t[other].get(m), t[img].get(m)) for t in tables]
+                    if all(isinstance(c, (int, float)) and isinstance(i, (int, float)) for c, i in pairs):
+                        d[m] = stat([c - i for c, i in pairs])
+                if "C" in d:
+                    d["C_test"] = paired_test(d["C"]["values"])
+                diffs.append(d)
+    return {"n_seeds": len(tables), "cells": cells, "paired": diffs}
 
 
 def verdict(d: dict) -> str:
+    """X > Img, X < Img (paired t-test on CIDEr-D at the 5% level) or no detectable difference."""
     c = d.get("C")
     if not c:
         return "no CIDEr-D"
+    feats = d.get("features", "Cap")
     wins = sum(v > 0 for v in c["values"])
-    n, sign = len(c["values"]), agreement(c["values"])
-    if sign > 0 and c["mean"] - c["sd"] > 0:
-        word = "Cap > Img"
-    elif sign < 0 and c["mean"] + c["sd"] < 0:
-        word = "Cap < Img"
-    else:
-        word = "no clear difference"
-    return f"{word} (CIDEr-D higher with Cap on {wins} of {n} seeds)"
+    n = len(c["values"])
+    test = d.get("C_test") or paired_test(c["values"])
+    count = f"CIDEr-D higher with {feats} on {wins} of {n} seeds"
+    if test["p"] is None:
+        return f"one seed orders nothing ({count})"
+    if test["p"] < 0.05:
+        word = f"{feats} > Img" if c["mean"] > 0 else f"{feats} < Img"
+        return f"{word} (p = {test['p']:.3f}; {count})"
+    return f"no difference detectable at ± {test['detectable']:.3f} (p = {test['p']:.2f}; {count})"
 
 
 def markdown(result: dict, sources: list[str], machine: str) -> str:
@@ -96,12 +123,17 @@ def markdown(result: dict, sources: list[str], machine: str) -> str:
         lines.append(f"| {c['model']} | {c['features']} | {c['training']} | "
                      + " | ".join(text(c.get(m), 2 if m in BESIDE else 3) for m in METRICS)
                      + f" | {c.get('signature') or '—'} |")
-    lines += ["", "Paired difference Cap − Img, seed by seed (mean ± sd):", "",
-              "| Model | Training | " + " | ".join(f"Δ{m}" for m in METRICS) + " | Verdict |",
-              "|---|---|" + "---:|" * len(METRICS) + "---|"]
-    for d in result["cap_minus_img"]:
-        lines.append(f"| {d['model']} | {d['training']} | "
+    lines += ["", "Paired difference against Img, seed by seed (mean ± sd); ΔC ±95%: the confidence half-width "
+                  "of ΔC; detectable: the smallest true ΔC these seeds find at the 5% level with 80% power:", "",
+              "| Model | Features − Img | Training | " + " | ".join(f"Δ{m}" for m in METRICS)
+              + " | ΔC ±95% | detectable | Verdict |",
+              "|---|---|---|" + "---:|" * (len(METRICS) + 2) + "---|"]
+    for d in result["paired"]:
+        test = d.get("C_test") or {}
+        hw, det = test.get("half_width"), test.get("detectable")
+        lines.append(f"| {d['model']} | {d['features']} − Img | {d['training']} | "
                      + " | ".join(text(d.get(m), 2 if m in BESIDE else 3, signed=True) for m in METRICS)
+                     + f" | {'n/a' if hw is None else f'{hw:.3f}'} | {'n/a' if det is None else f'{det:.3f}'}"
                      + f" | {verdict(d)} |")
     lines += ["", f"B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L (test split, beam 2); G CIDEr-D real / shuffled "
                   f"features, D distinct captions / images (greedy), E bad endings (captions whose last word ends no "

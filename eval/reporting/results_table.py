@@ -7,7 +7,8 @@ from, never from folder names, so a renamed folder or a swapped features file ca
     model     ``core`` of the predictions' meta (``PREDS.meta.json``, written by captioners.decode);
               for an older meta, ``model.core`` of the config.yaml next to its checkpoint
     features  attribute ``backbone`` of the features file the meta names (read with h5py):
-              imagenet | class-pretrained -> Img, metric-learning -> Cap, anything else -> Custom
+              imagenet | class-pretrained -> Img, metric-learning -> Cap, oracle -> Oracle, anything else
+              -> Custom; a ``label`` attribute (set by the dump's config: Attr, Cap2) names the row instead
     training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
 
 Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
@@ -39,12 +40,13 @@ import h5py
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
+from feature_extract.backbone import label_of
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
 MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down"}
-FEATURE_LABELS = {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap"}
-ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Custom"], "training": ["XE", "RL"]}
+ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
+         "training": ["XE", "RL"]}
 STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.decode, then eval.captions)"
 
 
@@ -79,11 +81,11 @@ def features_label(path: Path) -> tuple[str, str, str]:
                             "label is read from its backbone attribute)", "restore the file, or decode again")
     try:
         with h5py.File(path, "r") as f:
-            attrs = {k: f.attrs.get(k, "") for k in ("backbone", "backbone_method")}
+            attrs = {k: f.attrs.get(k, "") for k in ("backbone", "backbone_method", "label")}
     except OSError as err:
         raise CapawareError(path, f"not a readable HDF5 file ({err})", "restore the features file") from None
-    backbone, method = (v.decode() if isinstance(v, bytes) else str(v) for v in attrs.values())
-    return FEATURE_LABELS.get(backbone, "Custom"), backbone, method
+    backbone, method, label = (v.decode() if isinstance(v, bytes) else str(v) for v in attrs.values())
+    return label_of(backbone, label), backbone, method
 
 
 def _model_core(meta: dict, meta_file: Path) -> str:
