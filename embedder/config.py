@@ -136,6 +136,8 @@ class TrainConfig:
     head_warmup_lr: float = 1e-3  # Adam step of that warm-up
     freeze: str = "none"  # none | stem | layer1 | layer2 | layer3: the trunk up to this stage keeps its initial
     # weights (eval-mode BatchNorm); its maps are computed once per image, so a step runs only the rest
+    jitter: float = 0.0  # scale and location jitter (embedder/jitter.py): each step's images are random crops of
+    # side 1/s, s in [1, 1 + jitter], resized back; no flips (captions say left and right). Needs freeze none
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
@@ -238,6 +240,10 @@ def check(cfg, c: ConfigChecks) -> None:
     choice("pretrain.targets", cfg.pretrain.targets, PRETRAIN_TARGETS)
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
+    c.at_least("train.jitter", t.jitter, 0.0)
+    if t.jitter > 0 and t.freeze != "none":
+        c.need(False, "train.jitter", f"jitters pixels, but train.freeze={t.freeze} trains on maps computed once "
+               "per image", "set train.freeze=none, or train.jitter=0")
     if t.k >= t.batch_size:
         c.need(False, "train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",
                "set train.k < train.batch_size")

@@ -36,6 +36,7 @@ from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
+from embedder.jitter import jitter
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
 from embedder.losses.rank_n_contrast import rank_n_contrast_loss
@@ -326,7 +327,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     bar = tqdm(total=run.total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
     steps = StepBatches(run.sampler, bank, space, nn_idx, t.positives, step, run.total, run.rank, run.world, inputs)
     for images, anchors, label_dist, positive in step_loader(steps, cfg.data.num_workers):
-        loss = one_step(run, net, to_input(images), anchors, label_dist, positive)
+        x = jitter(to_input(images), t.jitter, cfg.seed, step)  # step: the one being taken, counted from 0
+        loss = one_step(run, net, x, anchors, label_dist, positive)
         step += 1
         bar.update(1)
         if on_step is not None:

@@ -36,7 +36,8 @@ def data_root(tmp_path_factory):
 
 
 @pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
-                                        ("log_ratio", ["train.head_warmup_steps=4"])])
+                                        ("log_ratio", ["train.head_warmup_steps=4"]),
+                                        ("log_ratio", ["train.freeze=none", "train.jitter=0.3"])])  # whole trunk
 def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra):
     common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
               "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
