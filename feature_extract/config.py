@@ -17,7 +17,8 @@ from capcore.config import ConfigChecks, load_config
 
 @dataclass
 class BackboneConfig:
-    checkpoint: str = "imagenet"  # imagenet | path to a capaware checkpoint (class-pretrained or stage one)
+    checkpoint: str = "imagenet"  # imagenet | path to a capaware checkpoint (class-pretrained or stage one) |
+    # oracle: each scene's ground truth from images.karpathy on the att_size grid (feature_extract/oracle.py)
     arch: Optional[str] = None  # imagenet: required; checkpoint: read from it (if set, must agree)
     weights: str = ""  # imagenet: local torchvision weight file (never downloaded); empty: $TORCH_HOME
 

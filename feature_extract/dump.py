@@ -38,6 +38,7 @@ from embedder.data import IMAGENET_MEAN, IMAGENET_STD
 from feature_extract import h5io
 from feature_extract.backbone import label_of, load_backbone
 from feature_extract.config import load_features_config
+from feature_extract.oracle import check_existing, write_oracle
 from feature_extract.sources import ImageDataset, collate, list_images
 from feature_extract.verify import main as verify_main
 
@@ -237,6 +238,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.skip_bad:
         cfg.skip_bad = True
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "feature_extract", *argv])
+    if cfg.backbone.checkpoint == "oracle":  # the scene files themselves (feature_extract.oracle), no network
+        if not cfg.images.karpathy:
+            raise CapawareError(args.config, "backbone.checkpoint: oracle needs images.karpathy",
+                                "name the synthetic set's dataset_coco.json in images.karpathy")
+        if Path(cfg.out).is_file() and not args.force:
+            check_existing(cfg.out, cfg.images.karpathy, cfg.att_size)
+            print(f"features -> {cfg.out} (already complete (--force to redo))")
+        else:
+            print(f"features -> {write_oracle(cfg.images.karpathy, cfg.out, cfg.att_size, command)} (oracle, "
+                  f"{cfg.att_size} x {cfg.att_size} grid)")
+        args.verify and verify_main([cfg.out, "--images", cfg.images.karpathy])
+        return
     print(summary(dump(cfg, command, force=args.force), cfg))
     if args.verify:
         verify_main([cfg.out] + (["--images", cfg.images.karpathy] if cfg.images.karpathy else []))

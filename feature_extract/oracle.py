@@ -81,6 +81,15 @@ def oracle_features(karpathy: str | Path, g: int) -> tuple[np.ndarray, np.ndarra
     return att, records.image_ids.astype(np.int64), names
 
 
+def check_existing(out: str | Path, karpathy: str | Path, g: int) -> None:
+    """An oracle file already at ``out`` must come from these scene files on this grid (else one line)."""
+    with h5io.open_features(out) as f:
+        same = (f.attrs.get("backbone") == "oracle" and f.attrs.get("att_size") == g
+                and f.attrs.get("checkpoint_sha256") == hashlib.sha256(Path(karpathy).read_bytes()).hexdigest())
+    if not same:
+        raise CapawareError(out, "holds features of another caption set, grid or backbone", h5io.FORCE_FIX)
+
+
 def write_oracle(karpathy: str | Path, out: str | Path, g: int, command: str = "") -> Path:
     """Write the file whole (``<out>.partial``, then renamed): a reader never sees half of it."""
     att, ids, names = oracle_features(karpathy, g)

@@ -66,3 +66,19 @@ def test_oracle_refuses_a_caption_set_without_scene_objects(tmp_path, caption_se
     with pytest.raises(CapawareError, match="objects"):
         main(["--karpathy", str(bare), "--out", str(tmp_path / "o.h5")])
     assert not (tmp_path / "o.h5").exists()
+
+
+def test_the_features_command_writes_the_oracle_and_refuses_a_stale_one(tmp_path, caption_set):
+    from feature_extract.dump import main as features
+
+    out = tmp_path / "feats" / "oracle.h5"
+    args = ["--config", "configs/study/features_oracle.yaml", f"images.karpathy={caption_set}", f"out={out}"]
+    features(args + ["--verify"])
+    with open_features(out) as f:
+        assert f.label == "Oracle" and f.attrs["att_size"] == 4
+    features(args)  # complete: kept
+    with pytest.raises(CapawareError, match="another caption set, grid"):
+        features(args + ["att_size=2"])
+    features(args + ["att_size=2", "--force"])
+    with open_features(out) as f:
+        assert f.attrs["att_size"] == 2
