@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # torch/torchvision: the builds that lie on this machine's disk (plain `pip install torch` may pull GBs).
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: demo test study bench venv clean-demo
+.PHONY: demo test study study-captioning study-headroom bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -32,6 +32,18 @@ test: venv
 STUDY_RUN ?= runs/study
 study: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
+
+# The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
+# captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,
+# then the pooled and grid probes (scripts/study_captioning.sh; time and machine in docs/results.md).
+CAPTIONING_RUN ?= runs/captioning
+CAPTIONING_SEEDS ?= 0 1 2 3 4
+study-captioning: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_captioning.sh $(CAPTIONING_RUN) $(CAPTIONING_SEEDS)
+
+# Headroom on a finished demo run: the Oracle grid against Img, XE only, over 3 captioner seeds (issue #35).
+study-headroom: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/table1_seeds.sh configs/study/pipeline_headroom.yaml runs/demo 0 1 2 --results runs/demo/results/headroom
 
 # Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).

@@ -27,6 +27,9 @@ class SynthConfig:
     n_test: int = 100
     seed: int = 0
     size: int = 64
+    n_val: Optional[int] = None  # caption sets: val images (None: n_train / 10). Each image is drawn from its own
+    # generator seeded by its index, and the splits come in blocks (train, restval, val, test): more val or test
+    # images never move the train images
 
 
 @dataclass
@@ -226,6 +229,10 @@ def check(cfg, c: ConfigChecks) -> None:
         if data.track in FORMATS:
             choice(f"{prefix}.format", data.format, FORMATS[data.track])
         choice(f"{prefix}.layout_labels", data.layout_labels, LAYOUT_LABELS)
+        if data.synthetic is not None and data.synthetic.n_val is not None:
+            c.need(data.track == "caption", f"{prefix}.synthetic.n_val", "only the caption generator has a val split "
+                   "of its own", f"remove {prefix}.synthetic.n_val")
+            c.at_least(f"{prefix}.synthetic.n_val", data.synthetic.n_val, 0)
         positive(f"{prefix}.input_size", data.input_size)
     choice("captions.space", cfg.captions.space, SPACES)
     choice("model.arch", cfg.model.arch, ARCHS)

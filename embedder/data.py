@@ -46,7 +46,8 @@ def ensure_synthetic(data) -> None:
     partial = root.with_name(root.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    gen(partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size)
+    extra = {"n_val": s.n_val} if s.n_val is not None else {}  # caption sets only (the schema says)
+    gen(partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size, **extra)
     os.replace(partial, root)
 
 

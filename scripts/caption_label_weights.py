@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     if records.attributes is None or records.objects is None:
         raise CapawareError(cfg.data.root, "the caption set records no scene attributes",
                             "run this on a synthetic caption set (python -m capdata.synthetic captions)")
-    tags = image_tags(records)
+    tags = [ts + sorted({f"object:{o['colour']} {o['shape']}" for o in objs})  # the kinds (coloured shapes)
+            for ts, objs in zip(image_tags(records), records.objects)]
     rng = np.random.default_rng(0)
     q = np.asarray(track.query_idx)
     i, j = rng.choice(q, a.pairs), rng.choice(q, a.pairs)

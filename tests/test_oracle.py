@@ -50,7 +50,12 @@ def test_oracle_cells_hold_exactly_the_objects_of_the_scene_file(tmp_path, capti
                 if att[r, c, column("count")] == 1:
                     assert att[r, c, column("x")] == pytest.approx(cx / img["width"], abs=1e-6)
                     assert att[r, c, column("y")] == pytest.approx(cy / img["height"], abs=1e-6)
-            np.testing.assert_allclose(fc, att.reshape(g * g, -1).mean(0), atol=1e-6)
+            # fc: the whole scene on the same channels (counts of the scene, mean centre, background)
+            np.testing.assert_array_equal(fc[:column("x")], expect.reshape(g * g, -1)[:, :column("x")].sum(0))
+            centres = [((o["bbox"][0] + o["bbox"][2] / 2) / img["width"], (o["bbox"][1] + o["bbox"][3] / 2) / img["height"])
+                       for o in img["objects"]]
+            np.testing.assert_allclose(fc[[column("x"), column("y")]], np.mean(centres, 0), atol=1e-6)
+            assert fc[column(f"background:{img['attributes']['background'][0]}")] == 1 and fc[column("y") + 1:].sum() == 1
     info = read_feats_info(out)  # what stage three checks before training on it
     assert info.grid == (g, g) and info.att_shape == (g * g, len(CHANNELS)) and info.valid.all()
     assert not out.with_name("oracle.h5.partial").exists()

@@ -1,0 +1,113 @@
+"""The linear probes against stage-one training steps: does the caption track write colour (or count, place) into
+the trunk, and when? The positive control of issue #35.
+
+``python scripts/probe_curve.py CAPTION_CONFIG [key=value ...] --every N [--groups colour count ...]``
+
+Runs the config's caption track as ``embedder.study`` does (class pretraining per ``pretrain.targets``, then every
+row of ``methods``), and every N optimiser steps (and before the first) embeds every image of the caption set
+with the trunk (pooled layer4, as stage two's ``fc``) and fits ``eval.probe``'s linear probes on them: train +
+restval fit, val chooses the L2 strength, test scores. Written to OUT_DIR/probe_curve.{json,md} (one row per row
+and step) and TensorBoard (``probe/<group>`` under each row's tb/). E.g. the colour-blind start
+(``pretrain.targets=identity_shape``) with the whole trunk trained::
+
+    python scripts/probe_curve.py configs/controls/probe_caption.yaml run_dir=runs/demo out_dir=runs/demo/curve \\
+        pretrain.targets=identity_shape train.freeze=none train.epochs=4 --every 150
+
+Probing does not disturb training: the model's modes are restored, and the probe's seeded fit runs on a forked
+torch RNG, so a curve's last weights equal an unprobed run's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from capcore.atomic import write_text  # noqa: E402
+from capcore.device import pick_device  # noqa: E402
+from capcore.errors import run_cli  # noqa: E402
+from capcore.run_layout import StudyDir  # noqa: E402
+from embedder.config import load_config, slug  # noqa: E402
+from embedder.data import ImageBank, read_records  # noqa: E402
+from embedder.model import build_model  # noqa: E402
+from embedder.study import embed, resolve_init  # noqa: E402
+from embedder.track import prepare_track  # noqa: E402
+from embedder.train import train_method  # noqa: E402
+from eval.probe import image_tags, majority, probe_group, standardise, targets  # noqa: E402
+
+GROUPS = ("colour", "count", "position", "shape", "size")
+
+
+class Prober:
+    """Pooled trunk features of every caption-set image -> test accuracy per group."""
+
+    def __init__(self, cfg, groups: tuple[str, ...]):
+        records = read_records(cfg.data)
+        self.bank = ImageBank.build(records, cfg.data.input_size, cfg.data.in_memory, desc="probe images")
+        self.device = pick_device(cfg.device)
+        tags = image_tags(records)
+        self.split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
+                      "test": records.splits == "test"}
+        self.groups = {g: targets(tags, g) for g in groups}
+        self.floor = {g: majority({s: y[m] for s, m in self.split.items()}) for g, (y, _) in self.groups.items()}
+
+    def __call__(self, model) -> dict[str, float]:
+        modes = [m.training for m in model.modules()]
+        with torch.random.fork_rng(devices=[]):
+            fc = embed(model, self.bank, np.arange(len(self.bank)), self.device, trunk_only=True).astype(np.float64)
+            xs = standardise({s: fc[m] for s, m in self.split.items()})
+            out = {g: probe_group(xs, {s: y[m] for s, m in self.split.items()}, names)["test"]
+                   for g, (y, names) in self.groups.items()}
+        for m, mode in zip(model.modules(), modes):
+            m.training = mode
+        return out
+
+
+def markdown(rows: list[dict], floor: dict[str, float], command: str) -> str:
+    groups = list(floor)
+    lines = ["| row | step | " + " | ".join(groups) + " |", "|---|---:|" + "---:|" * len(groups),
+             "| majority (floor) | | " + " | ".join(f"{floor[g]:.3f}" for g in groups) + " |"]
+    lines += [f"| {r['row']} | {r['step']} | " + " | ".join(f"{r['probe'][g]:.3f}" for g in groups) + " |" for r in rows]
+    return "\n".join(lines) + f"\n\nTest accuracy of linear probes on the pooled trunk features (eval.probe). `{command}`\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--every", type=int, default=100, help="probe every this many optimiser steps")
+    parser.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS)
+    a = parser.parse_args(argv)
+    cfg = load_config(a.config, a.overrides)
+    out = Path(cfg.out_dir)
+    track = prepare_track(cfg)
+    cfg = resolve_init(cfg, track, progress=True)
+    prober = Prober(cfg, tuple(a.groups))
+    command = " ".join(["python scripts/probe_curve.py", *argv])
+    rows: list[dict] = []
+
+    def record(row: str, step: int, model) -> None:
+        rows.append({"row": row, "step": step, "probe": prober(model)})
+        print(f"{row} step {step}: " + ", ".join(f"{g} {v:.3f}" for g, v in rows[-1]["probe"].items()), flush=True)
+        write_text(out / "probe_curve.json", json.dumps({"command": command, "floor": prober.floor, "rows": rows},
+                                                         indent=1))
+        write_text(out / "probe_curve.md", markdown(rows, prober.floor, command))
+
+    torch.manual_seed(cfg.seed)
+    record("start", 0, build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights)
+           .to(prober.device))
+    for method in cfg.methods:
+        train_method(cfg, method, StudyDir(out).method(slug(method.name)).root, track.train_bank, track.train_space,
+                     track.graph.nn_idx, on_step=lambda step, model, name=method.name:
+                     record(name, step, model) if step % a.every == 0 else None)
+    print(markdown(rows, prober.floor, command))
+
+
+if __name__ == "__main__":
+    run_cli(main)
