@@ -11,7 +11,11 @@ independent sweep set, e.g.::
     python scripts/caption_label_ceiling.py configs/sweeps/demo_caption_lr_sweep.yaml out_dir=runs/demo/ceiling_w2v \\
         "captions.vectors=''" captions.w2v_dim=50 captions.w2v_epochs=20   # old labels: Word2Vec on the captions
 
-Only the synthetic caption set records attributes; prints a markdown table.
+Only the synthetic caption set records attributes; prints a markdown table. When the config's study has run
+(``OUT_DIR/retrieval/*.npz``, on the same queries), it then prints each trained row's share of the gap from the
+baseline row (Img) to the label ceiling, the best of the ground-truth rows: a share of 1 is everything an image
+model could learn of this label, where the stage-one tables' share of the gap to the Oracle (the labels
+themselves) can never reach 1.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import numpy as np
 from capcore.errors import CapawareError, run_cli
 from embedder.config import load_config
 from embedder.retrieval import ndcg_at_k, oracle_ranking, retrieve
+from embedder.retrieval_report import load_rows
 from embedder.spaces import word_vectors
 from embedder.study import self_columns
 from embedder.track import prepare_track
@@ -65,14 +70,27 @@ def main(argv: list[str] | None = None) -> None:
         got = np.take_along_axis(dist, retrieve(emb[q], emb[db], K, exclude_self=own), 1)
         return float(ndcg_at_k(got, ideal)[-1])
 
+    scores = {}
     rand = float(np.mean([score(np.random.default_rng(s).normal(size=(len(attributes), 8))) for s in range(5)]))
     print(f"Ground-truth attribute retrieval under the labels of {argv[0]} {' '.join(argv[1:])}\n")
     print(f"| embedding | nDCG@{K} | share of the random-to-Oracle gap |\n|---|---:|---:|")
     print(f"| random (mean of 5) | {rand:.3f} | 0% |")
     for groups in ROWS:
-        s = score(multi_hot(attributes, groups))
+        s = scores[" + ".join(groups)] = score(multi_hot(attributes, groups))
         print(f"| {' + '.join(groups)} | {s:.3f} | {(s - rand) / (1 - rand):.0%} |")
     print(f"\n{len(q)} queries, {len(db)} database images; Oracle = 1.")
+    ret_dir = Path(cfg.out_dir) / "retrieval"
+    rows = load_rows(ret_dir) if ret_dir.is_dir() else {}
+    names = [n for n in rows if n != "Oracle"]  # study order: Oracle, the baseline (Img), the trained rows
+    if len(names) > 1:
+        ceiling_name = max(scores, key=scores.get)
+        ceiling, base = scores[ceiling_name], rows[names[0]]["ndcg"][K - 1]
+        print(f"\nShare of the {names[0]}-to-ceiling nDCG@{K} gap (ceiling: {ceiling_name}, {ceiling:.3f}; rows from "
+              f"{ret_dir}):\n\n| row | nDCG@{K} | share of the gap to the ceiling | share of the gap to the Oracle |"
+              "\n|---|---:|---:|---:|")
+        for n in names:
+            v = rows[n]["ndcg"][K - 1]
+            print(f"| {n} | {v:.3f} | {(v - base) / (ceiling - base):+.0%} | {(v - base) / (1 - base):+.0%} |")
     kv = word_vectors(cfg, None, Path(cfg.out_dir) / "word_vectors.kv")  # loaded or cached by prepare_track
     print("Word-vector cosines: " + ", ".join(f"{a}/{b} {kv.similarity(a, b):.2f}" for a, b in WORD_PAIRS
                                               if a in kv and b in kv) + ".")

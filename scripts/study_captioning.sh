@@ -8,6 +8,7 @@
 #    seeds with every set's paired difference against Img, its t-test and the smallest difference the seeds could
 #    detect -> RUN/results/table1/captioning_seeds.md.
 # 3. The probes the captioners' inputs answer: eval.probe (pooled fc) and eval.grid_probe (the attention grid).
+# 4. Stage one's caption rows against the label ceiling (scripts/caption_label_ceiling.py -> RUN/results/label_ceiling.md).
 # Every step resumes; the wall time of each step is printed and written to RUN/results/timing.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,4 +38,6 @@ for set in img cap cap2 attr oracle; do
 done
 step "probes" bash -c "python -m eval.probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} --out $run/results/probe \
   && python -m eval.grid_probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} --out $run/results/grid_probe"
+step "label ceiling" bash -c "python scripts/caption_label_ceiling.py configs/study/captioning_caption.yaml run_dir=$run \
+  > $run/results/label_ceiling.md"
 echo "Table 1 over seeds: $run/results/table1/captioning_seeds.md; probes: $run/results/{probe,grid_probe}/"
