@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.results_seeds import aggregate, main, paired_test, read_table, verdict
+from eval.reporting.results_seeds import aggregate, image_se, main, paired_test, read_table, verdict
 
 
 def table(path, c_img, c_cap, b4=0.2):
@@ -70,3 +70,33 @@ def test_cli_writes_markdown_and_refuses_a_file_that_is_not_a_table(tmp_path, ca
     bad.write_text("[1, 2]")
     with pytest.raises(CapawareError, match="rows"):
         main([str(bad), "--out", str(tmp_path / "o2")])
+
+
+def test_the_test_images_add_their_share_of_the_error(tmp_path):
+    """image_se from per-image files against numpy; paired_test adds it in quadrature to the seed part."""
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    ids = list(range(100, 140))
+    rows = {}
+    for feats in ("Img", "Cap"):
+        rows[feats] = []
+        for seed in range(3):
+            run = tmp_path / f"{feats}{seed}"
+            run.mkdir()
+            scores = rng.uniform(0, 2, len(ids))
+            (run / "per_image_test.json").write_text(json.dumps([{"image_id": i, "CIDEr-D": float(c)}
+                                                                 for i, c in zip(ids, scores)]))
+            rows[feats].append({"metrics_file": str(run / "metrics_test.json"), "split": "test", "scores": scores})
+    d = np.mean([c["scores"] - i["scores"] for c, i in zip(rows["Cap"], rows["Img"])], axis=0)
+    se_img, n_img = image_se(rows["Cap"], rows["Img"])
+    assert se_img == pytest.approx(d.std(ddof=1) / np.sqrt(len(ids))) and n_img == len(ids)
+    seeds = [0.02, 0.05, 0.03]
+    test = paired_test(seeds, (se_img, n_img))
+    seed_var = np.var(seeds, ddof=1) / 3
+    assert test["se"] == pytest.approx(np.sqrt(seed_var + se_img ** 2))
+    welch = test["se"] ** 4 / (seed_var ** 2 / 2 + se_img ** 4 / (n_img - 1))  # Welch-Satterthwaite
+    assert test["df"] == pytest.approx(welch) and 2 < test["df"]
+    assert test["half_width"] == pytest.approx(stats.t.ppf(0.975, welch) * test["se"])
+    rows["Cap"][0]["metrics_file"] = str(tmp_path / "nowhere" / "metrics_test.json")
+    assert image_se(rows["Cap"], rows["Img"]) is None

@@ -46,21 +46,52 @@ def read_table(path: str | Path) -> dict[tuple[str, str, str], dict]:
     return {tuple(r[k] for k in KEY): r for r in rows}
 
 
-def paired_test(diffs) -> dict:
+def paired_test(diffs, image: tuple[float, int] | None = None) -> dict:
     """A paired t-test of per-seed differences against zero, and what the run could have seen.
 
-    ``half_width``: the 95% confidence half-width, t(.975, n-1) sd / sqrt(n); ``p``: the two-sided p-value;
-    ``detectable``: the smallest true mean difference this many seeds with this spread would find at the 5%
-    level with 80% power, (t(.975, n-1) + t(.80, n-1)) sd / sqrt(n). A difference smaller than ``detectable``
-    going unseen says nothing; a verdict of "no difference" is only as strong as this number is small."""
+    ``se``: the standard error of the mean difference. Over seeds alone it is sd / sqrt(n); the test set is
+    fixed, so that misses how the difference would move on other test images. ``image`` = (se, images), when
+    given, is that part (``image_se``), and ``se`` is then sqrt(seed part^2 + image part^2): slightly
+    conservative, as both parts hold a share of the seed-by-image interaction. The degrees of freedom are
+    Welch-Satterthwaite's (n - 1 for the seeds alone). ``half_width`` = t(.975) se, the 95% confidence
+    half-width; ``p``, two-sided; ``detectable`` = (t(.975) + t(.80)) se, the smallest true mean difference
+    found at the 5% level with 80% power. A difference smaller than ``detectable`` going unseen says
+    nothing; "no difference" is only as strong as this number is small."""
     d = np.asarray(diffs, dtype=np.float64)
     n = len(d)
     if n < 2:
-        return {"n": n, "half_width": None, "p": None, "detectable": None}
-    se = d.std(ddof=1) / np.sqrt(n)
-    t95, t80 = student_t.ppf(0.975, n - 1), student_t.ppf(0.80, n - 1)
-    p = float(2 * student_t.sf(abs(d.mean()) / se, n - 1)) if se > 0 else (0.0 if d.mean() else 1.0)
-    return {"n": n, "half_width": float(t95 * se), "p": p, "detectable": float((t95 + t80) * se)}
+        return {"n": n, "half_width": None, "p": None, "detectable": None, "se": None, "df": None}
+    seed_var = d.var(ddof=1) / n
+    image_var, n_images = (image[0] ** 2, image[1]) if image else (0.0, 2)
+    se = float(np.sqrt(seed_var + image_var))
+    df = (n - 1) if not image_var else se ** 4 / (seed_var ** 2 / (n - 1) + image_var ** 2 / (n_images - 1))
+    t95, t80 = student_t.ppf(0.975, df), student_t.ppf(0.80, df)
+    p = float(2 * student_t.sf(abs(d.mean()) / se, df)) if se > 0 else (0.0 if d.mean() else 1.0)
+    return {"n": n, "half_width": float(t95 * se), "p": p, "detectable": float((t95 + t80) * se), "se": se,
+            "df": float(df), "image_se": image[0] if image else None}
+
+
+def image_se(other_rows: list[dict], img_rows: list[dict]) -> tuple[float, int] | None:
+    """The test-image part of the standard error of a paired CIDEr-D difference, and the number of images: per
+    image, the difference averaged over seeds; their sd / sqrt(images). None when a run's
+    ``per_image_<split>.json`` is missing."""
+    diffs = []
+    for a, b in zip(other_rows, img_rows):
+        per = []
+        for row in (a, b):
+            if not row.get("metrics_file"):
+                return None
+            path = Path(str(row["metrics_file"])).with_name(f"per_image_{row.get('split', 'test')}.json")
+            try:
+                per.append({int(r["image_id"]): float(r["CIDEr-D"]) for r in json.loads(path.read_text())})
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+        if set(per[0]) != set(per[1]):
+            return None
+        ids = sorted(per[0])
+        diffs.append([per[0][i] - per[1][i] for i in ids])
+    d = np.mean(diffs, axis=0)
+    return (float(d.std(ddof=1) / np.sqrt(len(d))), len(d)) if len(d) > 1 else None
 
 
 def aggregate(tables: list[dict]) -> dict:
@@ -91,7 +122,8 @@ def aggregate(tables: list[dict]) -> dict:
                     if all(isinstance(c, (int, float)) and isinstance(i, (int, float)) for c, i in pairs):
                         d[m] = stat([c - i for c, i in pairs])
                 if "C" in d:
-                    d["C_test"] = paired_test(d["C"]["values"])
+                    d["C_test"] = paired_test(d["C"]["values"], image_se([t[other] for t in tables],
+                                                                         [t[img] for t in tables]))
                 diffs.append(d)
     return {"n_seeds": len(tables), "cells": cells, "paired": diffs}
 
@@ -123,8 +155,9 @@ def markdown(result: dict, sources: list[str], machine: str) -> str:
         lines.append(f"| {c['model']} | {c['features']} | {c['training']} | "
                      + " | ".join(text(c.get(m), 2 if m in BESIDE else 3) for m in METRICS)
                      + f" | {c.get('signature') or '—'} |")
-    lines += ["", "Paired difference against Img, seed by seed (mean ± sd); ΔC ±95%: the confidence half-width "
-                  "of ΔC; detectable: the smallest true ΔC these seeds find at the 5% level with 80% power:", "",
+    lines += ["", "Paired difference against Img, seed by seed (mean ± sd). ΔC ±95%: the confidence half-width of "
+                  "ΔC, over seeds and, where the runs' per-image scores are found, over test images too; detectable: "
+                  "the smallest true ΔC this run finds at the 5% level with 80% power (paired_test):", "",
               "| Model | Features − Img | Training | " + " | ".join(f"Δ{m}" for m in METRICS)
               + " | ΔC ±95% | detectable | Verdict |",
               "|---|---|---|" + "---:|" * (len(METRICS) + 2) + "---|"]
