@@ -12,8 +12,8 @@ count or a place can be lost in the mean and still be in the grid, and the other
 - **flat probe**: the whole grid, flattened, to the image-level groups of ``eval.probe`` (shape, colour, count,
   size, position in 3 x 3 regions, background). It asks what the grid holds about the scene, places included.
 
-Both are ridge least squares on features standardised by the train split, an unpenalised intercept, the
-penalty chosen on val from ``ALPHAS`` and scored on test; indicator targets are read as present above 0.5,
+Both are ridge least squares on features standardised by the train split, an unpenalised intercept, each
+group's penalty chosen on val from ``ALPHAS`` and scored on test; indicator targets are read as present above 0.5,
 one-value groups by arg-max. Least squares rather than ``eval.probe``'s L-BFGS logistic fit: one SVD gives
 every penalty in closed form, and the flattened grid (G^2 C inputs, more than there are images) needs the
 dual form, which the SVD gives for free.
@@ -67,18 +67,20 @@ def standardise(xs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def fit_and_score(xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], names: list[str],
                   keep: dict[str, np.ndarray] | None = None) -> dict:
-    """Fit on train for every penalty, keep the best on val (all groups right), report each group on test.
-    ``keep`` masks the rows each split is scored on (the cell probe scores colour/shape/size on occupied cells)."""
+    """Fit on train (one SVD for every group and penalty); per group, keep the penalty best on val and report
+    it on test, as eval.probe fits each group on its own. ``keep`` masks the rows each split is scored on (the
+    cell probe scores colour/shape/size on occupied cells)."""
     ridge = Ridge(xs["train"], ys["train"])
+    lams = [a * ridge.scale for a in ALPHAS]
 
     def score(split: str, lam: float) -> dict[str, float]:
-        z, y = ridge.predict(xs[split], lam) - 0.5, ys[split]  # present above 0.5 (group_accuracy reads z > 0)
-        return scored(z, y, names, None if keep is None else keep[split])
+        z = ridge.predict(xs[split], lam) - 0.5  # present above 0.5 (group_accuracy reads z > 0)
+        return scored(z, ys[split], names, None if keep is None else keep[split])
 
-    lams = [a * ridge.scale for a in ALPHAS]
-    val = [np.mean(list(score("val", lam).values())) for lam in lams]
-    best = max(range(len(lams)), key=lambda i: (val[i], i))  # ties: the stronger penalty
-    return {"alpha": ALPHAS[best], "val": float(val[best]), "test": score("test", lams[best])}
+    val = [score("val", lam) for lam in lams]
+    test = [score("test", lam) for lam in lams]
+    best = {g: max(range(len(lams)), key=lambda i: (val[i][g], i)) for g in val[0]}  # ties: the stronger penalty
+    return {"alpha": {g: ALPHAS[i] for g, i in best.items()}, "test": {g: test[i][g] for g, i in best.items()}}
 
 
 def scored(z: np.ndarray, y: np.ndarray, names: list[str], keep: np.ndarray | None) -> dict[str, float]:
@@ -132,10 +134,11 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
     cells = fit_and_score(xs, {s: y[m].reshape(-1, len(names)) for s, m in split.items()}, names,
                           keep={s: occupied[m].reshape(-1) for s, m in split.items()})
     flat_x = standardise({s: att[m].reshape(int(m.sum()), -1) for s, m in split.items()})
-    flat = {}
-    for group, (yg, gnames) in img_targets.items():
-        flat[group] = fit_and_score(flat_x, {s: yg[m] for s, m in split.items()}, gnames)["test"][group]
-    return {"grid": g, "cell": cells["test"], "cell_alpha": cells["alpha"], "flat": flat}
+    flat_names = [n for _, gnames in img_targets.values() for n in gnames]
+    flat_y = np.concatenate([yg for yg, _ in img_targets.values()], axis=1)
+    flat = fit_and_score(flat_x, {s: flat_y[m] for s, m in split.items()}, flat_names)
+    return {"grid": g, "cell": cells["test"], "cell_alpha": cells["alpha"], "flat": flat["test"],
+            "flat_alpha": flat["alpha"]}
 
 
 def run(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
