@@ -1,0 +1,59 @@
+"""Plot probe accuracy against stage-one steps from ``scripts/probe_curve.py`` outputs.
+
+``python scripts/plot_probe_curves.py CURVE.json... --out FIG.png [--groups colour count position]``
+
+One panel per group, one line per trained row (every file's rows), the majority floor dashed. Deterministic
+(Agg backend, inputs in the order given).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from capcore.atomic import atomic_path  # noqa: E402
+from capcore.errors import CapawareError, run_cli  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("curves", nargs="+", help="probe_curve.json files")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--groups", nargs="+", default=["colour", "count", "position"])
+    a = parser.parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(a.groups), figsize=(4.2 * len(a.groups), 3.4), squeeze=False)
+    floor = {}
+    for path in a.curves:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise CapawareError(path, f"not a readable probe_curve.json ({err})", "write it with scripts/probe_curve.py")
+        floor.update(data["floor"])
+        start = next((r for r in data["rows"] if r["row"] == "start"), None)
+        for row in dict.fromkeys(r["row"] for r in data["rows"] if r["row"] != "start"):
+            points = ([start] if start else []) + [r for r in data["rows"] if r["row"] == row]
+            for ax, group in zip(axes[0], a.groups):
+                ax.plot([p["step"] for p in points], [p["probe"][group] for p in points], marker="o", label=row)
+    for ax, group in zip(axes[0], a.groups):
+        if group in floor:
+            ax.axhline(floor[group], color="grey", linestyle="--", linewidth=1, label="majority (floor)")
+        ax.set_title(f"{group} probe (test accuracy)")
+        ax.set_xlabel("stage-one step")
+        ax.set_ylim(0, 1)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(a.out) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    print(f"-> {a.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)
