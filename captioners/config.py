@@ -35,6 +35,8 @@ class CapModelConfig:
     input_encoding_size: int = 512  # word embedding size
     att_hid_size: int = 512  # hidden size of the additive attention
     drop_prob_lm: float = 0.5  # dropout on embeddings and LSTM output
+    att_position: bool = False  # add a learned vector per grid cell to its embedded feature: the attention then
+    # knows where a cell is (CNN features carry place only through padding effects); off in self-critical.pytorch
 
 
 @dataclass

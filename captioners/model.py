@@ -40,11 +40,11 @@ class Encoded:
 class Captioner(nn.Module):
     def __init__(self, core: str, vocab_size: int, fc_feat_size: int, att_feat_size: int,
                  input_encoding_size: int = 512, rnn_size: int = 512, att_hid_size: int = 512,
-                 drop_prob_lm: float = 0.5):
+                 drop_prob_lm: float = 0.5, att_cells: int = 0):
         super().__init__()
         self.args = dict(core=core, vocab_size=vocab_size, fc_feat_size=fc_feat_size, att_feat_size=att_feat_size,
                          input_encoding_size=input_encoding_size, rnn_size=rnn_size, att_hid_size=att_hid_size,
-                         drop_prob_lm=drop_prob_lm)
+                         drop_prob_lm=drop_prob_lm, **({"att_cells": att_cells} if att_cells else {}))
         self.vocab_size, self.rnn_size = vocab_size, rnn_size
         self.core = CORES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm)
         self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(),
@@ -52,11 +52,19 @@ class Captioner(nn.Module):
         self.fc_embed = (nn.Sequential(nn.Linear(fc_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
                          if self.core.uses_fc else None)
         self.att_embed = nn.Sequential(nn.Linear(att_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
+        # att_cells > 0: a learned vector per grid cell, added to its embedded feature (model.att_position), so that
+        # the attention knows where each cell is; zero-initialised, so training starts from the plain model
+        self.att_pos = nn.Parameter(torch.zeros(att_cells, rnn_size)) if att_cells else None
         self.ctx2att = nn.Linear(rnn_size, att_hid_size)
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
 
     def encode(self, fc: torch.Tensor, att: torch.Tensor) -> Encoded:
         att = self.att_embed(att)
+        if self.att_pos is not None:
+            if att.shape[1] != self.att_pos.shape[0]:
+                raise CapawareError("features", f"{att.shape[1]} grid cells, but the captioner learned positions for "
+                                    f"{self.att_pos.shape[0]}", "use features of the grid it was trained on")
+            att = att + self.att_pos
         return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att, self.ctx2att(att))
 
     def init_state(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -87,7 +87,8 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     info = train_set.info
     args = dict(core=cfg.model.core, vocab_size=len(vocab) - 1, fc_feat_size=info.fc_dim,
                 att_feat_size=info.att_shape[1], input_encoding_size=cfg.model.input_encoding_size,
-                rnn_size=cfg.model.rnn_size, att_hid_size=cfg.model.att_hid_size, drop_prob_lm=cfg.model.drop_prob_lm)
+                rnn_size=cfg.model.rnn_size, att_hid_size=cfg.model.att_hid_size, drop_prob_lm=cfg.model.drop_prob_lm,
+                att_cells=info.att_shape[0] if cfg.model.att_position else 0)
     model = Captioner(**args).to(device)
     if cfg.train.compile:
         apply_compile(model)

@@ -406,3 +406,27 @@ def test_sampling_is_seeded_and_temperature_sharpens():
     assert torch.equal(cold.seq, greedy(model, fc, att, 6).seq)
     with pytest.raises(ValueError):
         decode(model, fc, att, "nucleus")
+
+
+@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+def test_learned_cell_positions_tell_identical_cells_apart(core):
+    """model.att_position: with every cell's feature equal, attention can only tell cells apart by position."""
+    torch.manual_seed(0)
+    model = Captioner(core, 6, 8, 8, 8, 16, 8, 0.0, att_cells=4).eval()
+    fc, att = torch.randn(2, 8), torch.randn(2, 1, 8).expand(2, 4, 8).contiguous()
+    words, state = torch.tensor([1, 2]), model.init_state(2)
+    _, _, alpha = model.step(words, model.encode(fc, att), state)
+    torch.testing.assert_close(alpha, torch.full_like(alpha, 0.25))  # zero-initialised: the plain model's start
+    with torch.no_grad():
+        model.att_pos.copy_(torch.randn(4, 16))
+    _, _, alpha = model.step(words, model.encode(fc, att), state)
+    assert alpha.std(1).min() > 1e-3  # the same features, now weighted by where they are
+    logp, _, _ = model.step(words, model.encode(fc, att), state)
+    logp.sum().backward()
+    assert model.att_pos.grad is not None and model.att_pos.grad.abs().sum() > 0
+    copy = Captioner(**model.args)  # the card's model_args rebuild it, positions included
+    copy.load_state_dict(model.state_dict())
+    torch.testing.assert_close(copy.eval().step(words, copy.encode(fc, att), state)[0], logp.detach())
+    with pytest.raises(CapawareError, match="5 grid cells.*positions for 4"):
+        model.encode(fc, torch.randn(2, 5, 8))
+    assert "att_cells" not in Captioner(core, 6, 8, 8, 8, 16, 8, 0.0).args  # older cards stay as they were
