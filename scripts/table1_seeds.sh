@@ -60,7 +60,8 @@ chain() {  # SEED XE_CMD: an XE run, then every SCST run of the same model and f
   feats=$(grep -o 'data\.features=[^ ]*' <<<"$xe_cmd" | tail -n 1)
   cfg=$(basename "$(awk '{print $3}' <<<"$xe_cmd")" .yaml)
   for rl_cmd in "${rl[@]}"; do
-    [[ $(basename "$(awk '{print $3}' <<<"$rl_cmd")" .yaml) == "${cfg}_scst" && $rl_cmd == *"$feats"* ]] || continue
+    [[ $(basename "$(awk '{print $3}' <<<"$rl_cmd")" .yaml) == "${cfg}_scst" ]] || continue
+    [[ " $rl_cmd " == *" $feats "* ]] || continue  # the whole token: data.features=cap is not data.features=cap2
     run_one "$rl_cmd" "$seed" || return 1
   done
 }
