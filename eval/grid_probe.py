@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
 from embedder.pretrain import group_accuracy, multi_hot
-from eval.probe import GROUPS, image_tags, parse_features, signed, targets
+from eval.probe import GROUPS, check_paired, image_tags, parse_features, signed, targets
 from eval.reporting.seed_stats import stat, text
 from feature_extract.h5io import open_features
 from feature_extract.oracle import cell_of
@@ -142,11 +141,7 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
 
 
 def run(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
-    files = Counter(name for name, _ in features)
-    for a, b in paired:
-        if not files[a] or files[a] != files[b]:
-            raise CapawareError("--paired", f"{a}={b}: both names need the same number of files (one per seed)",
-                                "give each NAME once per seed, in the same seed order")
+    check_paired(features, paired)
     records = read_karpathy(karpathy)
     img_tags = image_tags(records)  # refuses a caption set without scene objects
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",

@@ -123,12 +123,17 @@ def load_fc(path: str, ids: np.ndarray) -> np.ndarray:
         return fc[[f.row[int(i)] for i in ids]]
 
 
-def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
+def check_paired(features: list[tuple[str, str]], paired) -> None:
+    """Each ``--paired A=B`` needs as many files for A as for B (one per seed): one line otherwise."""
     files = Counter(name for name, _ in features)
     for a, b in paired:
         if not files[a] or files[a] != files[b]:
             raise CapawareError("--paired", f"{a}={b}: both names need the same number of files (one per seed)",
                                 "give each NAME once per seed, in the same seed order")
+
+
+def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
+    check_paired(features, paired)
     records = read_karpathy(karpathy)
     tags = image_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
