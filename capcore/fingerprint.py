@@ -2,7 +2,8 @@
 
 One rule for every stage: a fingerprint is the sha256 of the config's resolved values, except the fields
 its schema marks with :func:`bookkeeping` (where to write, how often to log or checkpoint, which device,
-how many loader workers: nothing that changes what is computed). Paths are written as the run sees them,
+how many loader workers: nothing that changes what is computed), and the fields marked :func:`added_later` while
+they hold their default. Paths are written as the run sees them,
 not as the config spells them: a path inside the run folder becomes ``$RUN/<path inside it>`` and any
 other path its absolute form, so ``run_dir=runs/demo`` and ``run_dir=/home/me/capaware/runs/demo`` give
 the same fingerprint, and a run folder moved elsewhere still resumes.
@@ -18,12 +19,28 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 NOT_IN_FINGERPRINT = "not_in_fingerprint"
+ONLY_WHEN_SET = "only_when_set"
 
 
 def bookkeeping(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
     """A schema field that says where or how often to write, never what is computed: left out of
     fingerprints (``dataclasses.field`` with a marker)."""
     return dataclasses.field(default=default, default_factory=default_factory, metadata={NOT_IN_FINGERPRINT: True})
+
+
+def added_later(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A schema field added after runs were made, whose default computes what those runs computed: it enters
+    fingerprints only when set to another value, so adding it does not make every finished run train again."""
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={ONLY_WHEN_SET: True})
+
+
+def _unset(f: dataclasses.Field, value: Any) -> bool:
+    """Is ``value`` the default of an :func:`added_later` field?"""
+    if not f.metadata.get(ONLY_WHEN_SET):
+        return False
+    default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    plain = OmegaConf.to_container(value, resolve=True) if isinstance(value, (DictConfig, ListConfig)) else value
+    return plain == default
 
 
 def _is_path(value: str) -> bool:
@@ -46,7 +63,8 @@ def _values(node: Any, run_dir: str | None) -> Any:
         schema = OmegaConf.get_type(node)
         skip = set()
         if schema is not None and dataclasses.is_dataclass(schema):
-            skip = {f.name for f in dataclasses.fields(schema) if f.metadata.get(NOT_IN_FINGERPRINT)}
+            skip = {f.name for f in dataclasses.fields(schema)
+                    if f.metadata.get(NOT_IN_FINGERPRINT) or (f.name in node and _unset(f, node[f.name]))}
         return {k: _values(node[k], run_dir) for k in sorted(node.keys()) if k not in skip}
     if isinstance(node, ListConfig):
         return [_values(v, run_dir) for v in node]

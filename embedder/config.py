@@ -17,7 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 from capcore.config import ConfigChecks, RunConfig
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
-from capcore.fingerprint import bookkeeping
+from capcore.fingerprint import added_later, bookkeeping
 
 
 @dataclass
@@ -141,6 +141,9 @@ class TrainConfig:
     # weights (eval-mode BatchNorm); its maps are computed once per image, so a step runs only the rest
     jitter: float = 0.0  # scale and location jitter (embedder/jitter.py): each step's images are random crops of
     # side 1/s, s in [1, 1 + jitter], resized back; no flips (captions say left and right). Needs freeze none
+    layer_lr: dict[str, float] = added_later(default_factory=dict)  # per-stage multipliers of the row's lr (stem,
+    # layer1-4, head; head includes the loss's parameters), e.g. {layer2: 3, layer3: 3, layer4: 3}: a trunk that has
+    # to undo what its start learned moves faster than the fresh head (embedder/param_groups.py); missing: 1
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
@@ -216,6 +219,8 @@ OPTIMIZERS = ("sgd", "adam")
 BATCHNORMS = ("batch", "sync", "frozen")
 PRECISIONS = ("auto", "float32", "bfloat16")
 DEVICES = ("auto", "cpu", "cuda")
+LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
+"""The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
 
 
 def check(cfg, c: ConfigChecks) -> None:
@@ -251,6 +256,9 @@ def check(cfg, c: ConfigChecks) -> None:
     if t.jitter > 0 and t.freeze != "none":
         c.need(False, "train.jitter", f"jitters pixels, but train.freeze={t.freeze} trains on maps computed once "
                "per image", "set train.freeze=none, or train.jitter=0")
+    for stage, scale in t.layer_lr.items():
+        choice("train.layer_lr", stage, LR_STAGES)
+        positive(f"train.layer_lr.{stage}", scale)
     if t.k >= t.batch_size:
         c.need(False, "train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",
                "set train.k < train.batch_size")

@@ -36,6 +36,7 @@ from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
+from embedder.param_groups import param_groups
 from embedder.jitter import jitter
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
@@ -251,8 +252,9 @@ class StageOneRun:
         criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
         prefix, rest = model.split_trunk(t.freeze)
         prefix.requires_grad_(False)
-        params = [p for p in model.parameters() if p.requires_grad] + list(criterion.parameters())
-        opt = make_optimizer(t, params, method.lr if method.lr is not None else t.lr)
+        groups = param_groups(model, criterion, method.lr if method.lr is not None else t.lr, t.layer_lr)
+        params = [p for g in groups for p in g["params"]]
+        opt = make_optimizer(t, groups, groups[0]["lr"])
         sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, method.anchors_per_batch or t.anchors_per_batch, cfg.seed)
         per_epoch = sampler.steps_per_epoch()
         total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))

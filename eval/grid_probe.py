@@ -30,7 +30,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
 from embedder.pretrain import group_accuracy, multi_hot
-from eval.probe import GROUPS, check_paired, image_tags, parse_features, signed, targets
+from eval.probe import GROUPS, check_paired, image_tags, parse_features, scale_by_train, signed, targets
 from eval.reporting.seed_stats import stat, text
 from feature_extract.h5io import open_features
 from feature_extract.oracle import cell_of
@@ -57,11 +57,6 @@ class Ridge:
 
     def predict(self, x: np.ndarray, lam: float) -> np.ndarray:
         return (x - self.x_mean) @ self.weights(lam) + self.y_mean
-
-
-def standardise(xs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    mu, sd = xs["train"].mean(0), xs["train"].std(0) + 1e-6
-    return {s: (v - mu) / sd for s, v in xs.items()}
 
 
 def fit_and_score(xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], names: list[str],
@@ -129,10 +124,10 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
     names = sorted({t for img in tags for cell in img for t in cell} | {f"count:{k}" for k in COUNT_CLASSES})
     y = multi_hot([cell for img in tags for cell in img], names).reshape(n, hw, -1)
     occupied = y[..., names.index("count:0")] < 0.5
-    xs = standardise({s: att[m].reshape(-1, c) for s, m in split.items()})
+    xs = scale_by_train({s: att[m].reshape(-1, c) for s, m in split.items()})
     cells = fit_and_score(xs, {s: y[m].reshape(-1, len(names)) for s, m in split.items()}, names,
                           keep={s: occupied[m].reshape(-1) for s, m in split.items()})
-    flat_x = standardise({s: att[m].reshape(int(m.sum()), -1) for s, m in split.items()})
+    flat_x = scale_by_train({s: att[m].reshape(int(m.sum()), -1) for s, m in split.items()})
     flat_names = [n for _, gnames in img_targets.values() for n in gnames]
     flat_y = np.concatenate([yg for yg, _ in img_targets.values()], axis=1)
     flat = fit_and_score(flat_x, {s: flat_y[m] for s, m in split.items()}, flat_names)

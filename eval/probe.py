@@ -85,10 +85,15 @@ def fit_linear(x: torch.Tensor, y: torch.Tensor, exclusive: bool, l2: float) -> 
     return probe
 
 
-def standardise(x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """Every split scaled by the train split's mean and sd, so one L2 grid fits every backbone."""
+def scale_by_train(x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every split scaled by the train split's mean and sd, so one penalty grid fits every backbone."""
     mu, sd = x["train"].mean(0), x["train"].std(0) + 1e-6
-    return {s: torch.from_numpy((v - mu) / sd).double() for s, v in x.items()}
+    return {s: (v - mu) / sd for s, v in x.items()}
+
+
+def standardise(x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    """:func:`scale_by_train`, as the float64 tensors the probes fit."""
+    return {s: torch.from_numpy(v).double() for s, v in scale_by_train(x).items()}
 
 
 def probe_group(xs: dict[str, torch.Tensor], y: dict[str, np.ndarray], names: list[str]) -> dict:

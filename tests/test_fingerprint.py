@@ -51,3 +51,13 @@ def test_paths_inside_the_run_folder_are_relative_to_it_and_others_absolute():
     values = fingerprint_values(load("stage one", "run_dir=runs/r", "data.root=data/poses"))
     assert values["data"]["root"] == os.path.abspath("data/poses")
     assert "run_dir" not in values and "out_dir" not in values and "ckpt_every" not in values["train"]
+
+
+def test_a_field_added_later_counts_only_when_set():
+    """train.layer_lr came after finished runs: at its default it leaves their fingerprints as they were."""
+    base = load("stage one")
+    assert "layer_lr" not in fingerprint_values(base)["train"]
+    assert run_fingerprint(load("stage one", "train.layer_lr={}")) == run_fingerprint(base)
+    scaled = load("stage one", "train.layer_lr.layer4=3")
+    assert fingerprint_values(scaled)["train"]["layer_lr"] == {"layer4": 3.0}
+    assert run_fingerprint(scaled) != run_fingerprint(base)
