@@ -29,6 +29,7 @@ from capcore.config import config_arguments
 from capcore.checkpoint import load_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
+from capcore.finite import check_finite
 from capcore.fingerprint import run_fingerprint
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
@@ -335,6 +336,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         bar.update(1)
         if on_step is not None:
             on_step(step, run.model)
+        if step % t.log_every == 0 or step % t.ckpt_every == 0 or step == run.total:
+            check_finite(loss, out_dir, step, f"delete {out_dir} and lower {method.name}'s lr (now {run.opt.defaults['lr']})")
         if step % t.log_every == 0 or step == run.total:
             log_step(writer, run, loss, step)
             bar.set_postfix(loss=f"{loss.item():.4f}")

@@ -15,15 +15,18 @@ Only the synthetic caption set records attributes; prints a markdown table. When
 (``OUT_DIR/retrieval/*.npz``, on the same queries), it then prints each trained row's share of the gap from the
 baseline row (Img) to the label ceiling, the best of the ground-truth rows: a share of 1 is everything an image
 model could learn of this label, where the stage-one tables' share of the gap to the Oracle (the labels
-themselves) can never reach 1.
+themselves) can never reach 1. Those shares are also written to ``OUT_DIR/ceiling_shares.json``
+(scripts/ceiling_seeds.py sums them up over seeds).
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from embedder.config import load_config
 from embedder.retrieval import ndcg_at_k, oracle_ranking, retrieve
@@ -88,9 +91,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\nShare of the {names[0]}-to-ceiling nDCG@{K} gap (ceiling: {ceiling_name}, {ceiling:.3f}; rows from "
               f"{ret_dir}):\n\n| row | nDCG@{K} | share of the gap to the ceiling | share of the gap to the Oracle |"
               "\n|---|---:|---:|---:|")
+        shares = {}
         for n in names:
             v = rows[n]["ndcg"][K - 1]
-            print(f"| {n} | {v:.3f} | {(v - base) / (ceiling - base):+.0%} | {(v - base) / (1 - base):+.0%} |")
+            shares[n] = {"ndcg": v, "ceiling_share": (v - base) / (ceiling - base), "oracle_share": (v - base) / (1 - base)}
+            print(f"| {n} | {v:.3f} | {shares[n]['ceiling_share']:+.0%} | {shares[n]['oracle_share']:+.0%} |")
+        write_text(Path(cfg.out_dir) / "ceiling_shares.json", json.dumps(
+            {"ceiling": ceiling_name, "ceiling_ndcg": ceiling, "seed": cfg.seed, "rows": shares}, indent=1))
     kv = word_vectors(cfg, None, Path(cfg.out_dir) / "word_vectors.kv")  # loaded or cached by prepare_track
     print("Word-vector cosines: " + ", ".join(f"{a}/{b} {kv.similarity(a, b):.2f}" for a, b in WORD_PAIRS
                                               if a in kv and b in kv) + ".")

@@ -179,3 +179,29 @@ def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):
 def test_an_unknown_pretrain_target_is_refused_in_one_line():
     with pytest.raises(CapawareError, match="pretrain.targets"):
         load_config(str(ROOT / "configs/demo/demo_caption.yaml"), ["pretrain.targets=captions"])
+
+
+class NaNViews:
+    """Two kinds, eight crops whose pixels are NaN: the loss is NaN from the first step."""
+    names = ["kind:blue circle", "kind:red star"]
+
+    def __len__(self):
+        return 8
+
+    def batch(self, index, rng, device=None):
+        y = torch.nn.functional.one_hot(torch.as_tensor(index % 2), 2).float()
+        return torch.full((len(index), 3, 32, 32), float("nan")), y
+
+
+def test_a_diverged_pretraining_stops_in_one_line_and_saves_nothing(tmp_path):
+    """The tiny pipeline's pretraining once came out NaN (issue #36): it must stop, name the run, and leave no
+    NaN weights behind for stage one to start from."""
+    from embedder.pretrain import pretrain
+
+    cfg = load_config(str(ROOT / "configs/demo/demo_caption.yaml"),
+                      ["pretrain.batch_size=4", "pretrain.epochs=5", "pretrain.ckpt_every=4", "device=cpu"])
+    with pytest.raises(CapawareError, match=r"the loss became nan at step 4; nothing of this step was saved"
+                                            r".*pretrain.lr") as err:
+        pretrain(cfg, tmp_path / "class_pretrained", views=NaNViews(), progress=False)
+    assert str(tmp_path / "class_pretrained") in str(err.value) and "\n" not in str(err.value)
+    assert not list((tmp_path / "class_pretrained").glob("*.pt"))
