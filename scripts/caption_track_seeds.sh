@@ -10,6 +10,7 @@
 #   RUN/results/track_seeds/probe/       eval.probe (pooled) with Cap − Img and Cap2 − Img paired by seed
 #   RUN/results/track_seeds/grid_probe/  eval.grid_probe (the attention grid), paired the same way
 #   RUN/results/track_seeds/ceiling_s<s>.md  retrieval against the label ceiling (scripts/caption_label_ceiling.py)
+#   RUN/results/track_seeds/ceiling.md   each row's share of the Img-to-ceiling gap over the seeds (scripts/ceiling_seeds.py)
 #   RUN/results/track_seeds/timing.txt   the wall time of every seed and of the probes
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,5 +68,8 @@ for seed in "$@"; do
   python scripts/caption_label_ceiling.py "$config" run_dir="$run" seed="$seed" out_dir="$(folder "$seed")" \
     > "$results/ceiling_s$seed.md"
 done
+shares=()
+for seed in "$@"; do shares+=("$(folder "$seed")/ceiling_shares.json"); done
+python scripts/ceiling_seeds.py "${shares[@]}" > "$results/ceiling.md"
 echo "probes and ceilings: $((SECONDS - t0)) s ($machine)" >>"$timing"
 echo "caption track over seeds $*: results in $results/ (wall times: $timing)"

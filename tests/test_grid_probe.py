@@ -49,3 +49,5 @@ def test_oracle_grid_is_read_back_by_the_cell_probe(tmp_path):
     assert good["flat"]["position"] > bad["flat"]["position"] + 0.2
     md = (tmp_path / "out" / "grid_probe.md").read_text()
     assert "Oracle − Shuffled (paired)" in md and "Cell probe" in md
+    smallest = next(line for line in md.splitlines() if line.startswith("| Oracle − Shuffled, smallest seed |"))
+    assert f"{good['cell']['colour'] - bad['cell']['colour']:+.3f}" in smallest  # one seed: its own difference
