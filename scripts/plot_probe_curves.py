@@ -1,8 +1,9 @@
 """Plot probe accuracy against stage-one steps from ``scripts/probe_curve.py`` outputs.
 
-``python scripts/plot_probe_curves.py CURVE.json... --out FIG.png [--groups colour count position]``
+``python scripts/plot_probe_curves.py CURVE.json... --out FIG.png [--groups colour count position] [--names A B ...]``
 
-One panel per group, one line per trained row (every file's rows), the majority floor dashed. Deterministic
+One panel per group, one line per trained row (every file's rows, named ``NAME: row`` when ``--names`` gives one
+name per file, e.g. the seeds of one recipe), the majority floor dashed. Deterministic
 (Agg backend, inputs in the order given).
 """
 from __future__ import annotations
@@ -23,7 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("curves", nargs="+", help="probe_curve.json files")
     parser.add_argument("--out", required=True)
     parser.add_argument("--groups", nargs="+", default=["colour", "count", "position"])
+    parser.add_argument("--names", nargs="+", help="one name per curve file, put before its rows' names")
     a = parser.parse_args(argv)
+    if a.names is not None and len(a.names) != len(a.curves):
+        raise CapawareError("--names", f"{len(a.names)} names for {len(a.curves)} curve files", "give one name per file")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
 
     fig, axes = plt.subplots(1, len(a.groups), figsize=(4.2 * len(a.groups), 3.4), squeeze=False)
     floor = {}
-    for path in a.curves:
+    for i, path in enumerate(a.curves):
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as err:
@@ -41,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
         for row in dict.fromkeys(r["row"] for r in data["rows"] if r["row"] != "start"):
             points = ([start] if start else []) + [r for r in data["rows"] if r["row"] == row]
             for ax, group in zip(axes[0], a.groups):
-                ax.plot([p["step"] for p in points], [p["probe"][group] for p in points], marker="o", label=row)
+                ax.plot([p["step"] for p in points], [p["probe"][group] for p in points], marker="o",
+                        label=f"{a.names[i]}: {row}" if a.names else row)
     for ax, group in zip(axes[0], a.groups):
         if group in floor:
             ax.axhline(floor[group], color="grey", linestyle="--", linewidth=1, label="majority (floor)")
