@@ -37,7 +37,6 @@ from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
 from embedder.data import normalise
 from embedder.head_warmup import warm_up_head
-from embedder.param_groups import param_groups
 from embedder.jitter import jitter
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
@@ -45,6 +44,7 @@ from embedder.losses.rank_n_contrast import rank_n_contrast_loss
 from embedder.losses.triplet import triplet_loss
 from embedder.mining import binary_triplet_mask, dense_triplet_mask
 from embedder.model import build_model
+from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
 from embedder.track import prepare_track
 
@@ -211,6 +211,11 @@ def freeze_bn(model: torch.nn.Module) -> None:
             m.eval()
 
 
+def row_lr(cfg, method) -> float:
+    """The row's own learning rate (``methods[i].lr``, else ``train.lr``), before ``train.layer_lr`` scales it."""
+    return method.lr if method.lr is not None else cfg.train.lr
+
+
 def make_optimizer(t, params: list, lr: float) -> torch.optim.Optimizer:
     if t.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
@@ -253,9 +258,9 @@ class StageOneRun:
         criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
         prefix, rest = model.split_trunk(t.freeze)
         prefix.requires_grad_(False)
-        groups = param_groups(model, criterion, method.lr if method.lr is not None else t.lr, t.layer_lr)
+        groups = param_groups(model, criterion, row_lr(cfg, method), t.layer_lr)
         params = [p for g in groups for p in g["params"]]
-        opt = make_optimizer(t, groups, groups[0]["lr"])
+        opt = make_optimizer(t, groups, row_lr(cfg, method))  # every group carries its own lr
         sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, method.anchors_per_batch or t.anchors_per_batch, cfg.seed)
         per_epoch = sampler.steps_per_epoch()
         total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
@@ -337,7 +342,7 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         if on_step is not None:
             on_step(step, run.model)
         if step % t.log_every == 0 or step % t.ckpt_every == 0 or step == run.total:
-            check_finite(loss, out_dir, step, f"delete {out_dir} and lower {method.name}'s lr (now {run.opt.defaults['lr']})")
+            check_finite(loss, out_dir, step, f"delete {out_dir} and lower {method.name}'s lr (now {row_lr(cfg, method)})")
         if step % t.log_every == 0 or step == run.total:
             log_step(writer, run, loss, step)
             bar.set_postfix(loss=f"{loss.item():.4f}")

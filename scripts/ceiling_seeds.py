@@ -6,7 +6,6 @@ seeds reach half the gap (issue #35 asks the chosen Cap row for >= 50% on 3 of 3
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -14,18 +13,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.errors import run_cli  # noqa: E402
+from capcore.json_files import read_json_files  # noqa: E402
 
 TARGET = 0.5
 
 
 def load(paths: list[str]) -> list[dict]:
-    out = []
-    for p in map(Path, paths):
-        if not p.is_file():
-            raise CapawareError(p, "not found", "run scripts/caption_label_ceiling.py on that seed's study first")
-        out.append(json.loads(p.read_text()))
-    return out
+    return read_json_files(paths, "run scripts/caption_label_ceiling.py on that seed's study first")
 
 
 def table(seeds: list[dict]) -> str:

@@ -9,7 +9,6 @@ name per file, e.g. the seeds of one recipe), the majority floor dashed. Determi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore.atomic import atomic_path  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.json_files import read_json_files  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,11 +35,7 @@ def main(argv: list[str] | None = None) -> None:
 
     fig, axes = plt.subplots(1, len(a.groups), figsize=(4.2 * len(a.groups), 3.4), squeeze=False)
     floor = {}
-    for i, path in enumerate(a.curves):
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise CapawareError(path, f"not a readable probe_curve.json ({err})", "write it with scripts/probe_curve.py")
+    for i, data in enumerate(read_json_files(a.curves, "write it with scripts/probe_curve.py")):
         floor.update(data["floor"])
         start = next((r for r in data["rows"] if r["row"] == "start"), None)
         for row in dict.fromkeys(r["row"] for r in data["rows"] if r["row"] != "start"):

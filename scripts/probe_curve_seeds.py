@@ -7,7 +7,6 @@ many seeds reach the target (issue #35's positive control: colour >= .50 on 3 of
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -16,15 +15,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.json_files import read_json_files  # noqa: E402
 
 
 def load(paths: list[str]) -> list[dict]:
-    curves = []
-    for p in map(Path, paths):
-        if not p.is_file():
-            raise CapawareError(p, "not found", "run scripts/probe_curve.py for that seed first")
-        curves.append(json.loads(p.read_text()))
-    return curves
+    return read_json_files(paths, "run scripts/probe_curve.py for that seed first")
 
 
 def points(curve: dict) -> dict[tuple[str, int], dict[str, float]]:
