@@ -39,7 +39,7 @@ from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
-from capcore.finite import check_finite
+from capcore.finite import check_finite, check_finite_weights
 from capcore.fingerprint import run_fingerprint
 from capcore.harness import LoopCheckpoint
 from capcore.optim import adam
@@ -249,6 +249,9 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
             check_finite(loss, out_dir, step + 1, f"pretraining diverged at lr {p.lr} ({precision}); delete "
                          f"{out_dir} and lower pretrain.lr, or set pretrain.precision=float32")
             writer.add_scalar(f"pretrain/{'bce' if p.targets == 'attributes' else 'cross_entropy'}", loss.item(), step + 1)
+        if (step + 1) % p.ckpt_every == 0 or step + 1 == total:
+            check_finite_weights(model, out_dir, f"delete {out_dir} and set pretrain.precision=float32 (or lower "
+                                 f"pretrain.lr, now {p.lr})")
         if (step + 1) % p.ckpt_every == 0:
             last.save({"step": step + 1}, device)
     writer.close()

@@ -205,3 +205,14 @@ def test_a_diverged_pretraining_stops_in_one_line_and_saves_nothing(tmp_path):
         pretrain(cfg, tmp_path / "class_pretrained", views=NaNViews(), progress=False)
     assert str(tmp_path / "class_pretrained") in str(err.value) and "\n" not in str(err.value)
     assert not list((tmp_path / "class_pretrained").glob("*.pt"))
+
+
+def test_a_nan_weight_behind_a_finite_loss_is_named():
+    from capcore.finite import check_finite_weights
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    check_finite_weights(model, "run", "fix it")  # finite: silent
+    with torch.no_grad():
+        model[1].weight[0, 1] = float("nan")
+    with pytest.raises(CapawareError, match=r"run: weight 1.weight holds NaN or inf; nothing was saved \(fix: fix it\)"):
+        check_finite_weights(model, "run", "fix it")
