@@ -49,10 +49,11 @@ study-headroom: venv
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).
 bench: venv
 	mkdir -p benchmarks/results
-	for b in bench_log_ratio bench_rank_n_contrast bench_adam bench_stage1_precision bench_stage1_overhead bench_caption_graph bench_caption_graph_scale bench_features bench_captioners bench_vs_selfcritical bench_scst; do \
+	for b in bench_log_ratio bench_rank_n_contrast bench_adam bench_stage1_precision bench_stage1_arch bench_stage1_overhead bench_caption_graph bench_caption_graph_scale bench_features bench_captioners bench_vs_selfcritical bench_scst; do \
 	  PATH="$(abspath $(VENV))/bin:$$PATH" bash -o pipefail -c "$(PY) benchmarks/$$b.py | tee benchmarks/results/$$b.txt" || exit 1; done
 	# the same stage-one step with torch held to AVX2: what a CPU without native bfloat16 sees (issue #24)
 	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_precision.py --repeats 2 | tee benchmarks/results/bench_stage1_precision_avx2.txt"
+	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_arch.py | tee benchmarks/results/bench_stage1_arch_avx2.txt"
 
 clean-demo:
 	rm -rf runs/demo results

@@ -36,9 +36,9 @@ def model_step(model, opt, x: torch.Tensor, dtype: torch.dtype | None) -> None:
     opt.step()
 
 
-def step_fn(size: int, batch: int, dtype: torch.dtype | None, layout: torch.memory_format):
+def step_fn(size: int, batch: int, dtype: torch.dtype | None, layout: torch.memory_format, arch: str = "resnet18"):
     torch.manual_seed(0)
-    model = build_model("resnet18", 128, "none", "").to(memory_format=layout)
+    model = build_model(arch, 128, "none", "").to(memory_format=layout)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, size, size).contiguous(memory_format=layout)
     return lambda: model_step(model, opt, x, dtype)

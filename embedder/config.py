@@ -67,7 +67,7 @@ class CaptionLabelConfig:
 
 @dataclass
 class ModelConfig:
-    arch: str = "resnet18"  # resnet18 | resnet34 | resnet50 | resnet101
+    arch: str = "resnet18"  # resnet10 | resnet18 | resnet34 | resnet50 | resnet101
     embed_dim: int = 128
     init: str = "none"  # none | imagenet | path to a capaware checkpoint
     weights: str = ""  # local torchvision weights file for init=imagenet (no download at run time)
@@ -210,7 +210,9 @@ TRACKS = ("pose", "layout", "caption")
 FORMATS = {"pose": ("pose_json", "mpii", "mpii_json"), "layout": ("lsun",), "caption": ("karpathy",)}
 LAYOUT_LABELS = ("auto", "surfaces", "regions")
 SPACES = ("wmd", "tfidf")
-ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101")
+ARCHS = ("resnet10", "resnet18", "resnet34", "resnet50", "resnet101")
+"""resnet10 (one basic block per stage, half ResNet-18's step; embedder.model.resnet10) is the CPU demo's
+trunk; it has no ImageNet weights. The others are torchvision's."""
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
 LOSSES = ("log_ratio", "triplet", "margin", "rank_n_contrast")
 MININGS = ("dense", "binary")

@@ -36,7 +36,7 @@ from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
 from embedder.data import normalise
-from embedder.head_warmup import warm_up_head
+from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
 from embedder.losses.log_ratio import log_ratio_loss
 from embedder.losses.margin import MarginLoss
@@ -47,6 +47,7 @@ from embedder.model import build_model
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
 from embedder.track import prepare_track
+from embedder.trunk_cache import computed_once
 
 
 class MethodLoss(torch.nn.Module):
@@ -163,10 +164,16 @@ def memory_format() -> torch.memory_format:
 MAX_FROZEN_CACHE_GB = 8.0
 
 
+def frozen_maps(prefix: torch.nn.Module, bank, device, dtype) -> torch.Tensor:
+    """The frozen prefix's output for every image of ``bank``, once per study process (eval mode: running
+    BatchNorm statistics, as at test time). A step then starts from these maps instead of the pixels;
+    the study's next row, frozen from the same weights, reuses them (embedder.trunk_cache)."""
+    return computed_once("frozen_maps", prefix, bank, (str(device), dtype),
+                         lambda: compute_frozen_maps(prefix, bank, device, dtype))
+
+
 @torch.no_grad()
-def frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) -> torch.Tensor:
-    """The frozen prefix's output for every image of ``bank``, once (eval mode: running BatchNorm
-    statistics, as at test time). A step then starts from these maps instead of the pixels."""
+def compute_frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int = 128) -> torch.Tensor:
     prefix.eval()
     out = []
     for s in range(0, len(bank), batch):
@@ -311,10 +318,13 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     dim = method.embed_dim or cfg.model.embed_dim
     run = StageOneRun.build(cfg, method, dim, nn_idx, progress)
     last, rank0 = run.checkpoint(fingerprint, where.last), run.rank == 0
+    inputs, to_input = run.network_inputs(bank)
     warmup = []
     if t.head_warmup_steps > 0 and not last.path.is_file():  # a resumed run has its warmed head already
         warm = StepBatches(run.sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
-        warmup = warm_up_head(run.model, run.criterion, warm, bank, t.head_warmup_steps, t.head_warmup_lr, run.device)
+        feats = computed_once("pooled_features", run.model.trunk, bank, (str(run.device),),
+                              lambda: pooled_features(run.rest, lambda index: to_input(inputs(index)), len(bank)))
+        warmup = warm_up_head(run.model, run.criterion, warm, feats, t.head_warmup_steps, t.head_warmup_lr, run.device)
     state = last.load(run.device)
     step = int(state["step"]) if state else 0
     fields = {"arch": cfg.model.arch, "embed_dim": dim, "normalised": run.criterion.normalised, "method": method.name}
@@ -331,7 +341,6 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     if t.batchnorm == "frozen":
         freeze_bn(run.model)
     net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
-    inputs, to_input = run.network_inputs(bank)
     bar = tqdm(total=run.total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
     steps = StepBatches(run.sampler, bank, space, nn_idx, t.positives, step, run.total, run.rank, run.world, inputs)
     for images, anchors, label_dist, positive in step_loader(steps, cfg.data.num_workers):

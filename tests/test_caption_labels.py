@@ -231,9 +231,21 @@ def test_caption_space_is_light_and_picklable(kv):
     assert len(space._cache) > 0
     blob = pickle.dumps(space)
     back = pickle.loads(blob)
-    assert back._cache == {} and len(blob) < 200_000
+    assert back._cache == {} and back._set_cache == {} and len(blob) < 200_000
     assert np.array_equal(back.pairwise(np.arange(3), np.arange(30)), space.pairwise(np.arange(3), np.arange(30)))
     assert space.params()["vector_source"] == "test" and len(space.params()["captions_sha256"]) == 64
+
+
+def test_image_pair_memo_returns_the_distance_computed_afresh(kv):
+    """A batch drawn again (the next row, the head warm-up's steps) reads image-pair distances from the
+    memo: they must equal a fresh computation, in both orders, and a full memo must evict, not grow."""
+    captions = template_captions(30, seed=4)
+    space = CaptionSpace.from_records(records(captions), kv, cache_size=40)
+    first = space.pairwise(np.arange(5), np.arange(30))
+    assert 0 < len(space._set_cache) <= 40
+    again = space.pairwise(np.arange(5), np.arange(30))
+    fresh = CaptionSpace.from_records(records(captions), kv).pairwise(np.arange(30), np.arange(5)).T
+    assert np.array_equal(first, again) and np.array_equal(first, fresh)
 
 
 # -------------------------------------------------------------------------------- word vectors

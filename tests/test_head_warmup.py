@@ -3,7 +3,8 @@ import numpy as np
 import torch
 
 from embedder.config import MethodConfig
-from embedder.head_warmup import warm_up_head
+from embedder.data import normalise
+from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
 from embedder.train import MethodLoss, StepBatches
@@ -41,9 +42,30 @@ def test_warm_up_trains_the_head_alone_and_lowers_the_loss():
     trunk_before = {k: v.clone() for k, v in model.trunk.state_dict().items()}
     head_before = model.head.weight.detach().clone()
     batches = StepBatches(sampler, bank, space, nn_idx, 4, 0, 60)
-    losses = warm_up_head(model, criterion, batches, bank, 60, 1e-2, torch.device("cpu"))
+    _, rest = model.split_trunk("none")
+    feats = pooled_features(rest, lambda index: normalise(bank.uint8(index), "cpu"), n)
+    losses = warm_up_head(model, criterion, batches, feats, 60, 1e-2, torch.device("cpu"))
     assert len(losses) == 60 and np.mean(losses[-10:]) < 0.7 * np.mean(losses[:10])
     for key, value in model.trunk.state_dict().items():
         assert torch.equal(value, trunk_before[key]), key  # running stats included: BN stayed in eval mode
     assert not torch.equal(model.head.weight, head_before)
     assert model.training  # handed back in train mode for the fine-tune
+
+
+def test_pooled_features_from_cached_frozen_maps_equal_the_whole_trunk():
+    """The warm-up reads the rest of the trunk over the frozen prefix's cached maps instead of pixels:
+    the features must be the eval-mode trunk's own."""
+    from embedder.train import compute_frozen_maps
+
+    bank = Bank(20)
+    torch.manual_seed(1)
+    model = build_model("resnet10", 8, "none")
+    for p in model.trunk.parameters():  # BatchNorm with running statistics other than the defaults
+        p.data.add_(0.05 * torch.randn_like(p))
+    prefix, rest = model.split_trunk("layer3")
+    maps = compute_frozen_maps(prefix, bank, torch.device("cpu"), None)
+    from_maps = pooled_features(rest, lambda index: maps[torch.as_tensor(index)], len(bank))
+    model.eval()
+    with torch.no_grad():
+        whole = model.trunk(normalise(bank.uint8(np.arange(len(bank))), "cpu"))
+    torch.testing.assert_close(from_maps, whole, rtol=1e-4, atol=1e-5)

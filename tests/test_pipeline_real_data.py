@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import yaml
-from test_pipeline import env
+from tests.pipeline_helpers import env
 
 REPO = Path(__file__).resolve().parents[1]
 

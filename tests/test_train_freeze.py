@@ -33,7 +33,7 @@ def test_frozen_stages_keep_their_weights_and_statistics(tmp_path):
         "train.precision=float32"])
     track = prepare_track(cfg)
     torch.manual_seed(cfg.seed)
-    before = Embedder("resnet18", 8).state_dict()  # build_model draws the same initial weights
+    before = Embedder(cfg.model.arch, 8).state_dict()  # build_model draws the same initial weights
     ckpt = train_method(cfg, cfg.methods[0], tmp_path / "m", track.train_bank, track.train_space,
                         track.graph.nn_idx, progress=False)
     after = torch.load(ckpt, weights_only=True)["model"]

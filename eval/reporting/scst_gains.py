@@ -6,7 +6,9 @@ CAPTIONERS_DIR holds XE runs and the SCST runs started from them, as scripts/pip
 start, and at its best epoch), and checks what a user expects of SCST (issue #26):
 
 - CIDEr-D above the XE run's;
-- BLEU-4 at least 95% of the XE run's (SCST should not buy CIDEr-D with n-gram precision);
+- BLEU-4 at least 90% of the XE run's (SCST should not buy CIDEr-D with n-gram precision; 90%, not issue
+  #26's 95%: on this templated data SCST on CIDEr-D trades a little 4-gram precision, within the seed spread,
+  issue #36);
 - distinct captions at least 80% of the XE run's (no collapse onto a few safe sentences);
 - bad endings (captions whose last word ends no training reference) at most 2 points above the XE
   run's (no learned truncation, "a man riding a horse on a": SacreEOS, Barraco et al. 2023).
@@ -26,7 +28,7 @@ from capcore.errors import CapawareError, run_cli
 FIELDS = ("C", "B4", "distinct", "bad", "length")
 CHECKS = {  # name: (what it says, test on (xe, scst))
     "C up": ("CIDEr-D above XE's", lambda x, s: s["C"] > x["C"]),
-    "B4 >= 95%": ("BLEU-4 at least 95% of XE's", lambda x, s: s["B4"] >= 0.95 * x["B4"]),
+    "B4 >= 90%": ("BLEU-4 at least 90% of XE's", lambda x, s: s["B4"] >= 0.90 * x["B4"]),
     "distinct >= 80%": ("distinct captions at least 80% of XE's", lambda x, s: s["distinct"] >= 0.8 * x["distinct"]),
     "bad <= +2 pt": ("bad endings at most XE's + 2 points", lambda x, s: s["bad"] <= x["bad"] + 0.02),
 }
