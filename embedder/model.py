@@ -21,7 +21,7 @@ from embedder.config import ARCHS, FREEZABLE
 
 def resnet10(weights=None) -> ResNet:
     """ResNet-18 with one basic block per stage instead of two: the same stem, widths (C = 512), strides and
-    layer4 map, at half the compute (a float32 training step on one AVX2 core: 0.41 s against 0.80 s for
+    layer4 map, at half the compute (a float32 training step on one AVX2 core: 0.43 s against 0.83 s for
     96 images at 64 px, ``benchmarks/bench_stage1_arch.py``). torchvision builds it but names none; the
     CPU demo trains it from scratch or from the class-pretrained stand-in, so no ImageNet weights exist."""
     if weights is not None:
