@@ -19,13 +19,15 @@ from capcore.errors import CapawareError
 from embedder.config import ARCHS, FREEZABLE
 
 
-def resnet10(weights=None) -> ResNet:
+"""``train.freeze``: the trunk is frozen up to and including this stage (none: everything trains)."""
+
+
+def resnet10() -> ResNet:
     """ResNet-18 with one basic block per stage instead of two: the same stem, widths (C = 512), strides and
-    layer4 map, at half the compute (a float32 training step on one AVX2 core: 0.43 s against 0.83 s for
-    96 images at 64 px, ``benchmarks/bench_stage1_arch.py``). torchvision builds it but names none; the
-    CPU demo trains it from scratch or from the class-pretrained stand-in, so no ImageNet weights exist."""
-    if weights is not None:
-        raise CapawareError("model.arch", "resnet10 has no ImageNet weights", "use resnet18 or larger with imagenet")
+    layer4 map, at half the compute (a float32 training step, 96 images at 64 px, one core of the 2-core AMD
+    EPYC Zen 5 held to AVX2 (CPU features avx2, avx512f, avx512_bf16): 0.43 s against 0.83 s;
+    ``benchmarks/bench_stage1_arch.py``). torchvision builds it but names none; the CPU demo trains it from
+    scratch or from the class-pretrained stand-in, so no ImageNet weights exist (``imagenet_weight_file``)."""
     return ResNet(BasicBlock, [1, 1, 1, 1])
 
 

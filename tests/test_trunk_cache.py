@@ -36,3 +36,4 @@ def test_digest_sees_buffers_too():
     before = trunk_cache.weights_digest(bn)
     bn.running_mean += 1
     assert trunk_cache.weights_digest(bn) != before
+

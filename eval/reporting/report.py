@@ -53,7 +53,7 @@ class Context:
     out: Path
     command: str
     examples: int = 6
-    tsne_points: int = 800  # a random subset: each 2-D map of 1,500 pose items took 5 s on one AVX2 core (issue #36)
+    tsne_points: int = 800  # a random subset: a 2-D map of 1,500 pose items took 5 s (issue #36; 2-core AMD EPYC Zen 5 held to AVX2)
 
     def shown(self, path) -> str:
         return shown(path, self.run)
