@@ -88,14 +88,3 @@ def load_backbone(cfg) -> tuple[Embedder, BackboneInfo]:
         info = BackboneInfo(kind, method, arch, str(path), file_sha256(path))
     model.head = torch.nn.Identity()  # unused here; keeps the module free of a dangling 1-D head
     return model.eval(), info
-
-
-LABELS = {"imagenet": "Img", "class-pretrained": "Img", "metric-learning": "Cap", "oracle": "Oracle"}
-"""Row labels of the captioning tables by backbone kind; feature_extract.oracle writes the "oracle" kind."""
-
-
-def label_of(kind: str, label: str = "") -> str:
-    """The row label of the paper's captioning tables: Img (class supervision) vs Cap (ours), Oracle (the
-    scene's ground truth); ``label``, the file's own ``label`` attribute when its config set one (e.g. "Attr"
-    for the attribute-supervised control, which is class-pretrained too), wins."""
-    return label or LABELS.get(kind, "Custom")

@@ -36,7 +36,8 @@ from capcore.errors import CapawareError
 from capdata.images import check_images_exist
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD
 from feature_extract import h5io
-from feature_extract.backbone import label_of, load_backbone
+from feature_extract.backbone import load_backbone
+from feature_extract.row_labels import label_of
 from feature_extract.config import load_features_config
 from feature_extract.oracle import check_existing, write_oracle
 from feature_extract.sources import ImageDataset, collate, list_images

@@ -31,7 +31,7 @@ import numpy as np
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError
-from feature_extract.backbone import label_of
+from feature_extract.row_labels import label_of
 
 FORMAT = "capaware-features/1"
 DATASETS = ("att", "fc", "image_id")

@@ -23,7 +23,7 @@ import numpy as np
 
 from capcore.errors import CapawareError, run_cli
 from capdata.readers.karpathy import read_karpathy
-from feature_extract.backbone import label_of
+from feature_extract.row_labels import label_of
 from feature_extract.h5io import _first, check_structure, missing_note, read_attrs
 
 

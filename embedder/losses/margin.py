@@ -22,7 +22,6 @@ Library decision (pytorch-metric-learning 2.9.0, checked in its source):
 from __future__ import annotations
 
 import torch
-from pytorch_metric_learning import losses as pml_losses
 
 from embedder.mining import distance_weighted_triplets
 
@@ -32,6 +31,10 @@ class MarginLoss(torch.nn.Module):
 
     def __init__(self, beta_init: float = 1.2, margin: float = 0.2, nu: float = 0.0,
                  cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4):
+        # imported here: pytorch_metric_learning pulls in scipy.stats (0.75 s), which every stage-one process
+        # without a margin row would otherwise pay
+        from pytorch_metric_learning import losses as pml_losses
+
         super().__init__()
         self.cutoff, self.nonzero_loss_cutoff = float(cutoff), float(nonzero_loss_cutoff)
         self.loss_fn = pml_losses.MarginLoss(margin=margin, nu=nu, beta=beta_init, learn_beta=True)

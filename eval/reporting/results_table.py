@@ -40,7 +40,7 @@ import h5py
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
-from feature_extract.backbone import label_of
+from feature_extract.row_labels import label_of
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
