@@ -3,10 +3,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# torch/torchvision: the builds that lie on this machine's disk (plain `pip install torch` may pull GBs).
+# torch/torchvision. The default is the CUDA build (about 3 GB of NVIDIA libraries, needed for a GPU); on a
+# CPU-only machine the CPU build is smaller and runs the same:
+#   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: demo test study study-captioning study-headroom bench venv clean-demo
+.PHONY: java demo test study study-captioning study-headroom bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -17,7 +19,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-demo: venv
+# Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
+# (the pipeline checks it again, with everything else its stages need: eval/preflight.py).
+JAVA_FIX := install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) or brew install openjdk@17 (macOS); then `java -version` must work
+java:
+	@java -version >/dev/null 2>&1 || { echo 'error: java: no Java runtime on PATH; the demo scores its captions with the PTB tokenizer and METEOR, which are Java (fix: $(JAVA_FIX))' >&2; exit 1; }
+
+demo: java venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
 
 # Two pytest workers (pytest-xdist), a test file each at a time (module fixtures are built once):

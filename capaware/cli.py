@@ -41,6 +41,19 @@ def shell(script: str, args: list[str]) -> int:
     return subprocess.call(["bash", str(path), *args], cwd=CHECKOUT)
 
 
+def from_here(args: list[str], config_first: bool) -> list[str]:
+    """Paths typed on the command line, made absolute against the directory the user is in (the pipeline
+    runs in the checkout): the pipeline CONFIG where that file exists there, and --run DIR always. Paths
+    inside configs stay relative to the checkout, as the shipped configs are written."""
+    out = list(args)
+    if config_first and out and not out[0].startswith("-") and Path(out[0]).is_file():
+        out[0] = str(Path(out[0]).resolve())
+    for i in range(len(out) - 1):
+        if out[i] == "--run":
+            out[i + 1] = str(Path(out[i + 1]).resolve())
+    return out
+
+
 def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
     """A subcommand that is a ``python -m`` module's main, its help titled ``capaware <prog>``."""
     def call(args: list[str]) -> int | None:
@@ -54,13 +67,16 @@ def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
 
 COMMANDS = {
     "demo": Command("the whole pipeline on the embedded default, every output under runs/demo (make demo)",
-                    "capaware demo   # or: capaware demo --from captioners --force", lambda a: shell("demo.sh", a),
+                    "capaware demo   # or: capaware demo --from captioners --force",
+                    lambda a: shell("demo.sh", from_here(a, config_first=False)),
                     "capaware demo [--from STAGE] [--to STAGE] [--force] [--run DIR]"),
     "run": Command("the staged pipeline of a pipeline config: data stage1 features captioners rl scores report",
                    "capaware run configs/paper/pipeline_paper.yaml --from features --to captioners",
-                   lambda a: shell("pipeline.sh", a),
+                   lambda a: shell("pipeline.sh", from_here(a, config_first=True)),
                    "capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]\n"
-                   "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes"),
+                   "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes\n"
+                   "  CONFIG and --run DIR are taken from the directory you are in; paths inside configs\n"
+                   "  (data folders, stage configs, a config's run_dir) from the capaware checkout"),
     "caption": Command("caption your own images (files or folders) with an exported .capaware model",
                        "capaware caption --model model.capaware photos/ --out preds.json --attention att/",
                        delegate("capaware.caption_cli", "caption")),

@@ -71,22 +71,33 @@ class Embedder(nn.Module):
         return nn.Sequential(*stages[:cut]), nn.Sequential(*stages[cut:], t.avgpool, nn.Flatten(1))
 
 
+def imagenet_releases(arch: str) -> list[str]:
+    """The URLs of every ImageNet-1k weight file torchvision publishes for ``arch`` (V1, then V2 where
+    there is one); a file is found under any of their names."""
+    return [w.url for w in torchvision.models.get_model_weights(arch) if w.name.startswith("IMAGENET1K")]
+
+
 def imagenet_weight_file(arch: str, weights: str = "") -> Path:
-    """Where torchvision's ImageNet weights must lie; CapawareError (no download) when absent."""
+    """Where torchvision's ImageNet weights lie: ``weights`` when given (it must exist), else the first of
+    torchvision's file names for ``arch`` (IMAGENET1K_V1, IMAGENET1K_V2) found under
+    $TORCH_HOME/hub/checkpoints. CapawareError (no download) when absent."""
     if arch == "resnet10":
         raise CapawareError("model.arch", "resnet10 has no ImageNet weights (torchvision publishes none)",
                             "set model.arch=resnet18 (or larger) with model.init=imagenet")
-    enum = torchvision.models.get_model_weights(arch).IMAGENET1K_V1
-    name = Path(enum.url).name
-    candidates = [Path(weights)] if weights else []
-    torch_home = Path(os.environ.get("TORCH_HOME", Path.home() / ".cache" / "torch"))
-    candidates.append(torch_home / "hub" / "checkpoints" / name)
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise CapawareError(candidates[-1], f"ImageNet weights for {arch} not found and capaware never downloads",
-                        f"download {enum.url} on a machine with internet and put it at {candidates[-1]} "
-                        "(or set model.weights=/path/to/file)")
+    if weights:
+        if not Path(weights).is_file():
+            raise CapawareError(weights, f"ImageNet weight file for {arch} not found",
+                                "fix the path, or leave it empty to use $TORCH_HOME/hub/checkpoints")
+        return Path(weights)
+    urls = imagenet_releases(arch)
+    hub = Path(os.environ.get("TORCH_HOME", Path.home() / ".cache" / "torch")) / "hub" / "checkpoints"
+    for url in urls:
+        if (hub / Path(url).name).is_file():
+            return hub / Path(url).name
+    names = " or ".join(Path(u).name for u in urls)
+    raise CapawareError(hub / Path(urls[0]).name, f"ImageNet weights for {arch} not found and capaware never downloads",
+                        f"download {urls[0]} on a machine with internet and put it in {hub} (named {names}; "
+                        "or set the config's weights key to the file)")
 
 
 def build_model(arch: str, embed_dim: int, init: str = "none", weights: str = "") -> Embedder:

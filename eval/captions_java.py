@@ -34,7 +34,8 @@ ADD_OPENS = ("java.base/java.lang", "java.base/java.lang.reflect", "java.base/ja
              "java.base/sun.nio.ch")
 PTB_PUNCTUATION = {"''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--",
                    "...", ";"}
-JAVA_FIX = "install a Java runtime >= 8 (e.g. apt-get install openjdk-17-jre-headless) and put java on PATH"
+JAVA_FIX = ("install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) or "
+            "brew install openjdk@17 (macOS); then `java -version` must work")
 
 
 def pycocoevalcap_dir() -> Path:

@@ -1,9 +1,14 @@
-"""Check what the pipeline needs on this machine: ``python -m eval.doctor [--arch resnet101] [--quick]``.
+"""Check what the pipeline needs on this machine:
+``python -m eval.doctor [--config PIPELINE.yaml | --arch resnet101] [--quick]``.
 
 One line per check: ok / MISSING / warn, the finding, and the fix when something is missing. Required
 (exit status 1 when missing): Java, the PTB tokenizer, METEOR, torch. Optional (reported, exit 0):
 SPICE's CoreNLP models (every other metric runs without them), torchvision, a GPU, ImageNet weights
 (only for ``init: imagenet`` / ImageNet features; the embedded default never needs them).
+
+With ``--config``, a pipeline config's own needs are required too: the ImageNet weights of every
+architecture its stages load (the paper's pose and layout configs use resnet34, its caption ones
+resnet101), its real data folders and image lists, and the disk its feature files take (eval.preflight).
 """
 from __future__ import annotations
 
@@ -91,35 +96,63 @@ def check_torch() -> list[Check]:
     return out
 
 
-def check_weights(arch: str) -> Check:
+def check_weights(arch: str, weights: str = "", used_by: str = "") -> Check:
+    """One architecture's ImageNet file; required when a config given to the doctor loads it (``used_by``)."""
+    need = f"needed by {used_by}" if used_by else "needed only for ImageNet init / features"
     try:
         from embedder.model import imagenet_weight_file
 
         try:
-            return Check(f"ImageNet {arch}", "ok", str(imagenet_weight_file(arch)), required=False)
+            return Check(f"ImageNet {arch}", "ok", f"{imagenet_weight_file(arch, weights)} ({need})",
+                         required=bool(used_by))
         except CapawareError as err:
-            return Check(f"ImageNet {arch}", "MISSING", "not found; needed only for ImageNet init / features",
-                         err.fix or str(err), required=False)
+            return Check(f"ImageNet {arch}", "MISSING", f"{err.where} not found; {need}", err.fix or str(err),
+                         required=bool(used_by))
     except Exception as err:
         return Check(f"ImageNet {arch}", "warn", f"could not check ({err})", required=False)
 
 
+def check_config(path: str) -> list[Check]:
+    """What one pipeline config's stages need beyond the tools above: every ImageNet trunk they load,
+    their real data folders and image lists, and the disk of their feature files."""
+    from capcore.pipeline_config import Entry, load_pipeline
+    from embedder.config import load_config
+    from eval import preflight
+    from feature_extract.config import load_features_config
+
+    cfg = load_pipeline(path, None)
+    stage1 = [load_config(e.config, e.overrides) for e in (Entry.parse(t, cfg.run_dir) for t in cfg.stage1)]
+    features = [load_features_config(e.config, e.overrides) for e in (Entry.parse(t, cfg.run_dir) for t in cfg.features)]
+    checks = [check_weights(arch, weights, ", ".join(who))
+              for (arch, weights), who in preflight.imagenet_trunks(stage1, features).items()]
+    problems = preflight.check_stage_one(stage1, cfg.run_dir) + preflight.check_features(features, cfg.run_dir)
+    checks += [Check("inputs", "MISSING", f"{p.where}: {p.problem}", p.fix) for p in problems]
+    if not problems:
+        checks.append(Check("inputs", "ok", f"the data folders, image lists and disk {path} needs"))
+    return checks
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", default="resnet101", help="backbone whose ImageNet weights to look for")
+    parser.add_argument("--config", default=None, help="a pipeline config: check every input its stages need")
+    parser.add_argument("--arch", default="resnet101", help="without --config: backbone whose ImageNet weights to look for")
     parser.add_argument("--corenlp-dir", default=None, help="where SPICE's CoreNLP 3.6.0 jars are (if not the default)")
     parser.add_argument("--quick", action="store_true", help="skip starting METEOR (~5 s)")
     a = parser.parse_args(argv)
     checks = [check_java(), check_ptb()]
     if not a.quick:
         checks.append(check_meteor())
-    checks += [check_spice(a.corenlp_dir), *check_torch(), check_weights(a.arch)]
+    checks += [check_spice(a.corenlp_dir), *check_torch()]
+    try:
+        checks += check_config(a.config) if a.config else [check_weights(a.arch)]
+    except CapawareError as err:  # a bad config is one line among the others
+        checks.append(Check("config", "MISSING", f"{err.where}: {err.problem}", err.fix or ""))
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{c.status:7s} {c.name:{width}s}  {c.detail}")
         if c.fix and c.status != "ok":
             print(f"{'':7s} {'':{width}s}  fix: {c.fix}")
-    failed = [c.name for c in checks if c.required and c.status == "MISSING"]
+    failed = list(dict.fromkeys(c.name for c in checks if c.required and c.status == "MISSING"))
     print("doctor: " + (f"missing required: {', '.join(failed)}" if failed else "all required checks passed"))
     return 1 if failed else 0
 

@@ -36,6 +36,10 @@ from=${from:-${stages[0]}} to=${to:-${stages[-1]}}
 index() { local i; for i in "${!stages[@]}"; do [[ ${stages[$i]} == "$1" ]] && { echo "$i"; return; }; done
   echo "error: unknown stage '$1'; stages: ${stages[*]}" >&2; exit 2; }
 lo=$(index "$from") hi=$(index "$to")
+# what the stages still to run need (Java, weights, data folders, disk): checked in seconds, not hours in
+force_arg=()
+((force)) && force_arg=(--force)
+plan preflight "$from" "$to" "${force_arg[@]}"
 mkdir -p "$run/logs" "$run/.pipeline"
 start=$(date +%s)
 

@@ -6,6 +6,8 @@ of everything a stage's result depends on (its commands, the bytes of its config
 fingerprint of the stage before it), so the shell script stays a plain loop. Actions:
 
     validate               load every stage config through its stage's validator (pipeline.sh: first)
+    preflight FROM TO [--force]  what the stages still to run in FROM..TO need (Java, weights, data, disk):
+                           one line per problem, exit 2 (eval.preflight)
     stages                 the stage names, in order
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
@@ -20,66 +22,19 @@ import argparse
 import hashlib
 import shlex
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from capcore.config import config_files  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
+from capcore.pipeline_config import Entry, load_pipeline  # noqa: E402,F401 (load_pipeline: scripts import it from here)
 from capcore.run_layout import RunDir  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
 PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
 """Stages whose commands are independent (one dataset, study or captioner run each): ``jobs`` at a time,
 each with its share of the cores (scripts/pipeline.sh)."""
-
-
-@dataclass
-class PipelineConfig:
-    """Each list entry is ``"CONFIG [key=value ...]"``: a stage config plus its own overrides."""
-    name: str = "demo"
-    run_dir: str = "runs/demo"
-    stage1: list[str] = field(default_factory=list)  # retrieval studies; their datasets are the data stage
-    features: list[str] = field(default_factory=list)  # stage-two feature files
-    feature_sets: list[str] = field(default_factory=lambda: ["img", "cap"])  # data.features of each captioner
-    captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
-    rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
-    report: bool = True
-    jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
-
-
-def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
-    if not Path(path).is_file():
-        raise CapawareError(path, "pipeline config not found", "pass one of configs/*/pipeline_*.yaml")
-    try:
-        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), OmegaConf.load(path))
-    except OmegaConfBaseException as err:
-        raise CapawareError(path, f"bad pipeline key: {str(err).splitlines()[0]}",
-                            "the valid keys are the fields of PipelineConfig in scripts/pipeline_plan.py") from None
-    if run_dir:
-        cfg.run_dir = run_dir
-    return cfg
-
-
-@dataclass
-class Entry:
-    config: str
-    overrides: list[str]
-
-    @classmethod
-    def parse(cls, text: str, run_dir: str, extra: tuple[str, ...] = ()) -> "Entry":
-        config, *overrides = shlex.split(text)
-        if not Path(config).is_file():
-            raise CapawareError(config, "stage config named by the pipeline config is missing",
-                                "fix the path in the pipeline config")
-        return cls(config, [f"run_dir={run_dir}", *extra, *overrides])
-
-    def args(self) -> str:
-        return " ".join(shlex.quote(a) for a in [self.config, *self.overrides])
 
 
 class Plan:
@@ -188,6 +143,24 @@ class Plan:
         n = len(self.stage1) + len(self.features) + len(self.captioners) + len(self.rl)
         return [f"{n} stage configs (with their overrides) valid"]
 
+    def pending(self, first: str, last: str, force: bool = False) -> list[str]:
+        """The stages of first..last that scripts/pipeline.sh would run: forced, or no marker with this fingerprint."""
+        stages = STAGES[STAGES.index(first):STAGES.index(last) + 1]
+        marker = RunDir(self.run).root / ".pipeline"
+        return [s for s in stages if force or not (marker / f"{s}.done").is_file()
+                or (marker / f"{s}.done").read_text().strip() != self.fingerprint(s)]
+
+    def preflight(self, first: str, last: str, force: bool = False) -> list[str]:
+        from eval.preflight import preflight
+
+        pending = self.pending(first, last, force)
+        problems = preflight(pending, [self._stage1(e) for e in self.stage1],
+                             [self._features(e) for e in self.features], self.run)
+        if problems:
+            print("\n".join(f"error: {p}" for p in problems), file=sys.stderr)
+            raise SystemExit(2)
+        return []
+
     def longest_first(self) -> list[Entry]:
         """Stage-one entries, those that class-pretrain (and generate a pretraining set) first: with
         jobs > 1 the shorter ones then run beside the longest instead of after it."""
@@ -221,8 +194,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
     parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs",
-                                           "validate"))
+                                           "validate", "preflight"))
     parser.add_argument("stage", nargs="?", choices=STAGES)
+    parser.add_argument("last", nargs="?", choices=STAGES, help="preflight: the last stage of the range")
+    parser.add_argument("--force", action="store_true", help="preflight: every stage of the range will run")
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
     if args.action in ("commands", "outputs", "fingerprint", "jobs") and not args.stage:
@@ -230,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
              "fingerprint": lambda: [plan.fingerprint(args.stage)], "validate": plan.validate,
+             "preflight": lambda: plan.preflight(args.stage or STAGES[0], args.last or STAGES[-1], args.force),
              "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)]}[args.action]()
     if lines:
         print("\n".join(lines))

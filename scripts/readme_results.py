@@ -6,6 +6,10 @@ file given for NAME: a Markdown table (``.md``) verbatim, a flat JSON object (``
 one-row table of its numbers, a command's printed output (``.txt``, e.g. a benchmark's) verbatim in a
 fenced block. So the pages' figures are the result files' bytes, never retyped;
 a header line under each block names the file, and the commit it was made at.
+
+Paths of the machine that made a file are not the reader's, so they are written portably: the checkout
+the results were made in (``--root``, default: here) is dropped, a Python install's site-packages folder
+becomes ``<site-packages>``, and the temporary folder becomes ``$TMPDIR``. Nothing else is changed.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
@@ -35,6 +40,16 @@ def render(path: Path) -> str:
     if path.suffix == ".txt":
         return "```text\n" + path.read_text().strip("\n") + "\n```\n"
     return path.read_text().strip() + "\n"
+
+
+SITE_PACKAGES = re.compile(r"[^\s`'\"()]*/site-packages/")
+
+
+def portable(text: str, root: Path) -> str:
+    """The text with this machine's paths made the reader's: see the module docstring."""
+    text = text.replace(f"{root.resolve()}/", "")
+    text = SITE_PACKAGES.sub("<site-packages>/", text)
+    return text.replace(f"{Path(tempfile.gettempdir())}/", "$TMPDIR/")
 
 
 def commit() -> str:
@@ -59,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("blocks", nargs="+", help="NAME=FILE")
     parser.add_argument("--readme", default="README.md", help="the page that holds the blocks")
     parser.add_argument("--commit", default=None, help="the commit the results were made at (default: HEAD)")
+    parser.add_argument("--root", default=".", help="the checkout the results were made in (its path is dropped)")
     a = parser.parse_args(argv)
     readme = Path(a.readme)
     text = readme.read_text()
@@ -66,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         name, sep, file = item.partition("=")
         if not sep:
             raise CapawareError(item, "not NAME=FILE", "e.g. captioning=runs/demo/results/captioning/captioning.md")
-        text = replace(text, name, render(Path(file)), file, a.commit or commit(), str(readme))
+        body, source = (portable(t, Path(a.root)) for t in (render(Path(file)), file))
+        text = replace(text, name, body, source, a.commit or commit(), str(readme))
     write_text(readme, text)
     print(f"{readme}: {len(a.blocks)} block(s) written")
 

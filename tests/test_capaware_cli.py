@@ -212,3 +212,16 @@ def test_every_command_has_help_with_an_example_and_errors_are_one_line(tmp_path
     assert "none.capaware: model file not found" in bad.stderr
     unknown = subprocess.run([sys.executable, "-m", "capaware", "fly"], capture_output=True, text=True, env=env)
     assert unknown.returncode == 2 and "unknown command 'fly'" in unknown.stderr
+
+
+def test_run_takes_config_and_run_folder_from_the_users_directory(tmp_path, monkeypatch):
+    """The pipeline runs in the checkout; what the user typed is resolved where the user is."""
+    from capaware.cli import from_here
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text("name: mine\n")
+    args = from_here(["mine.yaml", "--run", "out/run", "--from", "features"], config_first=True)
+    assert args == [str(tmp_path / "mine.yaml"), "--run", str(tmp_path / "out" / "run"), "--from", "features"]
+    shipped = "configs/paper/pipeline_coco.yaml"  # not here: left for the checkout, where it is
+    assert from_here([shipped], config_first=True) == [shipped]
+    assert from_here(["--run", "r"], config_first=False) == ["--run", str(tmp_path / "r")]

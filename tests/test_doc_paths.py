@@ -69,3 +69,18 @@ def test_the_checker_sees_spans_braces_options_and_line_references(tmp_path):
     assert not exists("configs/nope.yaml", ROOT)
     assert sorted(expand("a{b,c}[d]")) == ["ab", "abd", "ac", "acd"]
     assert not list(itertools.chain.from_iterable(glob.glob(str(tmp_path / w)) for w in expand("x{y,z}")))
+
+
+VOICE = {"a temporary path": re.compile(r"/tmp/"),
+         "a machine lent to a session": re.compile(r"\blent\b|\blending\b", re.I),
+         "what this development machine cannot reach": re.compile(r"cannot be (downloaded|reached|rerun) here", re.I),
+         "a CI run told as history": re.compile(r"\bCI stop \d+")}
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "pyproject.toml"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_speak_to_the_user_s_machine(page):
+    """README, docs/ and the packaging metadata name no path of the machine that wrote them and no story of
+    how it was developed: a reader acts on their own install (``capaware doctor`` prints its paths)."""
+    found = [f"{page.relative_to(ROOT)}:{n}: {what}" for n, line in enumerate(page.read_text().splitlines(), 1)
+             for what, pattern in VOICE.items() if pattern.search(line)]
+    assert not found, "\n".join(found)

@@ -19,20 +19,38 @@ def test_blocks_are_replaced_by_the_files_and_nothing_else_changes(tmp_path):
     table.write_text("| a | b |\n|---|---|\n| 1 | 2 |\n")
     acc = tmp_path / "acc.json"
     acc.write_text(json.dumps({"shape": 0.8125, "colour": 0.9, "note": "text is skipped"}))
-    main([f"t={table}", f"acc={acc}", "--readme", str(readme)])
+    main([f"t={table}", f"acc={acc}", "--readme", str(readme), "--root", str(tmp_path)])
     text = readme.read_text()
     assert "old table" not in text and "| a | b |\n|---|---|\n| 1 | 2 |\n<!-- /results:t -->" in text
     assert "| shape | colour |\n|---:|---:|\n| 0.812 | 0.900 |" in text and "note" not in text.split("acc -->")[1]
     assert text.startswith("intro\n") and "\nmiddle\n" in text and text.endswith("end\n")
-    assert f"From `{table}`" in text
-    main([f"t={table}", "--readme", str(readme)])  # idempotent
+    assert "From `t.md`" in text  # named from the checkout it was made in
+    main([f"t={table}", "--readme", str(readme), "--root", str(tmp_path)])  # idempotent
     assert readme.read_text() == text
     out = tmp_path / "bench.txt"
     out.write_text("# python benchmarks/x.py\n  a   1.5 s\n")  # a benchmark's output: verbatim, fenced
-    main([f"t={out}", "--readme", str(readme)])
-    assert "<!-- results:t -->\n<sub>From `" + str(out) in readme.read_text()
+    main([f"t={out}", "--readme", str(readme), "--root", str(tmp_path)])
+    assert "<!-- results:t -->\n<sub>From `bench.txt`" in readme.read_text()
     assert "\n```text\n# python benchmarks/x.py\n  a   1.5 s\n```\n<!-- /results:t -->" in readme.read_text()
     with pytest.raises(CapawareError, match="no block"):
         main([f"missing={table}", "--readme", str(readme)])
     with pytest.raises(CapawareError, match="not found"):
         main([f"t={tmp_path / 'nope.md'}", "--readme", str(readme)])
+
+
+def test_paths_of_the_machine_that_made_a_file_are_written_portably(tmp_path):
+    """A result file names where its run lay (a clone, a venv, a temp folder); the page names none of them."""
+    clone = tmp_path / "clone"
+    table = clone / "runs" / "demo" / "captioning.md"
+    table.parent.mkdir(parents=True)
+    venv_lib = clone / ".venv" / "lib" / "python3.11" / "site-packages" / "pycocoevalcap" / "spice" / "lib"
+    table.write_text(f"| a |\n|---|\n| 1 |\n- S n/a: jars absent from {venv_lib}; copy them into {venv_lib}\n"
+                     f"- preds: {clone}/runs/demo/preds.json\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:t -->\n<!-- /results:t -->\n")
+    main([f"t={table}", "--readme", str(readme), "--root", str(clone), "--commit", "abc1234"])
+    text = readme.read_text()
+    assert str(tmp_path) not in text and "/tmp/" not in text
+    assert "From `runs/demo/captioning.md` (commit abc1234)" in text
+    assert "absent from <site-packages>/pycocoevalcap/spice/lib; copy them into <site-packages>/pycocoevalcap" in text
+    assert "- preds: runs/demo/preds.json" in text

@@ -1,0 +1,59 @@
+"""A pipeline config (``configs/*/pipeline_*.yaml``): the stage configs of one run, each with its overrides.
+
+Read by scripts/pipeline_plan.py, which turns it into each stage's commands, and by ``capaware doctor
+--config``, which checks what its stages need; so both read one schema.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from capcore.errors import CapawareError
+
+
+@dataclass
+class PipelineConfig:
+    """Each list entry is ``"CONFIG [key=value ...]"``: a stage config plus its own overrides."""
+    name: str = "demo"
+    run_dir: str = "runs/demo"
+    stage1: list[str] = field(default_factory=list)  # retrieval studies; their datasets are the data stage
+    features: list[str] = field(default_factory=list)  # stage-two feature files
+    feature_sets: list[str] = field(default_factory=lambda: ["img", "cap"])  # data.features of each captioner
+    captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
+    rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
+    report: bool = True
+    jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
+
+
+def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
+    if not Path(path).is_file():
+        raise CapawareError(path, "pipeline config not found", "pass one of configs/*/pipeline_*.yaml")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), OmegaConf.load(path))
+    except OmegaConfBaseException as err:
+        raise CapawareError(path, f"bad pipeline key: {str(err).splitlines()[0]}",
+                            "the valid keys are the fields of PipelineConfig in capcore/pipeline_config.py") from None
+    if run_dir:
+        cfg.run_dir = run_dir
+    return cfg
+
+
+@dataclass
+class Entry:
+    config: str
+    overrides: list[str]
+
+    @classmethod
+    def parse(cls, text: str, run_dir: str, extra: tuple[str, ...] = ()) -> "Entry":
+        config, *overrides = shlex.split(text)
+        if not Path(config).is_file():
+            raise CapawareError(config, "stage config named by the pipeline config is missing",
+                                "fix the path in the pipeline config")
+        return cls(config, [f"run_dir={run_dir}", *extra, *overrides])
+
+    def args(self) -> str:
+        return " ".join(shlex.quote(a) for a in [self.config, *self.overrides])

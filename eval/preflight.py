@@ -1,0 +1,145 @@
+"""What a pipeline's pending stages will need, checked in seconds before the first one starts.
+
+Without these checks a missing Java runtime surfaced when the captioners scored their test split, ten
+minutes or hours into a run, and a missing weight file or data folder when its stage began. Each
+problem is one line: what is missing, which stage needs it, and the fix. Checks, by stage:
+
+- ``captioners``, ``rl``: Java (each run scores its test captions with the PTB tokenizer and METEOR);
+- ``data``, ``stage1``: every real (not generated) data folder and class-pretraining folder a stage-one
+  config reads, and ImageNet weights where a config says ``model.init: imagenet``;
+- ``features``: ImageNet weights for ImageNet backbones, the Karpathy json of real images, and the disk
+  the feature files will take (images x (grid cells + 1) x channels x bytes per value).
+
+Inputs a stage before it writes (the embedded default's datasets, stage one's checkpoints) are not
+checked: they do not exist yet, and their own stage checks them.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from capcore.errors import CapawareError
+from eval import captions_java as jv
+
+JAVA_STAGES = ("captioners", "rl")
+"""Stages whose commands score captions with Java tools (scripts/stage3.py: eval.captions)."""
+
+WIDE = ("resnet50", "resnet101", "resnet152")
+"""Trunks with a 2048-channel layer4; the others (resnet10, 18, 34) have 512."""
+
+
+@dataclass
+class Problem:
+    where: str
+    problem: str
+    fix: str
+
+    def line(self) -> str:
+        return str(CapawareError(self.where, self.problem, self.fix))
+
+
+def inside(path: str | Path, run_dir: str | Path) -> bool:
+    """True for a path the run itself writes (under its run folder)."""
+    run = Path(run_dir).resolve()
+    return run == Path(path).resolve() or run in Path(path).resolve().parents
+
+
+def check_java(pending: list[str]) -> list[Problem]:
+    needs = [s for s in pending if s in JAVA_STAGES]
+    if not needs or jv.java_info() is not None:
+        return []
+    return [Problem("java", f"no Java runtime on PATH; stages {', '.join(needs)} score captions with the PTB "
+                    "tokenizer and METEOR, which are Java", jv.JAVA_FIX)]
+
+
+def check_weights(arch: str, weights: str, who: str) -> list[Problem]:
+    from embedder.model import imagenet_weight_file
+
+    try:
+        imagenet_weight_file(arch, weights)
+    except CapawareError as err:
+        return [Problem(err.where, f"{err.problem} ({who})", err.fix or "")]
+    return []
+
+
+def imagenet_trunks(stage1: list, features: list) -> dict[tuple[str, str], list[str]]:
+    """(arch, weights key) of every ImageNet trunk the configs load -> who loads it."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for c in stage1:
+        if c.model.init == "imagenet":
+            out.setdefault((c.model.arch, c.model.weights), []).append(f"stage one {c.name}")
+    for c in features:
+        if c.backbone.checkpoint == "imagenet":
+            out.setdefault((c.backbone.arch or "", c.backbone.weights), []).append(f"features {Path(c.out).name}")
+    return out
+
+
+def check_stage_one(cfgs: list, run_dir: str) -> list[Problem]:
+    """Real data folders of the stage-one configs (``embedder.config.Stage1Config``)."""
+    out = []
+    for c in cfgs:
+        sets = [(c.data, f"data.root of {c.name}")]
+        if c.pretrain.data is not None and c.model.init == "class-pretrained":
+            sets.append((c.pretrain.data, f"pretrain.data.root of {c.name}"))
+        for data, key in sets:
+            if data.synthetic is None and not inside(data.root, run_dir) and not Path(data.root).is_dir():
+                out.append(Problem(data.root, f"data folder not found ({key}, format {data.format})",
+                                   "put the release there (docs/real_data.md lists every file) or set " + key))
+    return out
+
+
+def feature_bytes(cfg, n_images: int) -> int:
+    """Upper bound of one feature file: att grid plus the pooled vector per image, at the storage dtype."""
+    arch = cfg.backbone.arch or "resnet101"  # a checkpoint's trunk is read later; assume the widest
+    channels = 2048 if arch in WIDE else 512
+    per_value = 2 if cfg.dtype == "float16" else 4
+    return n_images * (cfg.att_size ** 2 + 1) * channels * per_value
+
+
+def karpathy_images(path: str | Path, splits: list[str]) -> int | None:
+    try:
+        images = json.loads(Path(path).read_text())["images"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # the features stage names a bad file in its own line
+    return sum(1 for im in images if not splits or im.get("split") in splits)
+
+
+def check_features(cfgs: list, run_dir: str) -> list[Problem]:
+    """Real image lists and the disk the files of ``feature_extract.config`` configs need."""
+    out, need = [], {}
+    for c in cfgs:
+        source = c.images.karpathy or c.images.folder
+        if inside(source, run_dir):
+            continue  # written by the data stage; not there yet on a first run
+        if not Path(source).exists():
+            out.append(Problem(source, f"image list not found (features {c.out})",
+                               "put the Karpathy dataset_coco.json there (docs/real_data.md) or fix images.karpathy"))
+            continue
+        n = karpathy_images(c.images.karpathy, list(c.images.splits)) if c.images.karpathy else None
+        if n:
+            done = Path(c.out).stat().st_size if Path(c.out).is_file() else 0  # a resumed dump grows from there
+            need[c.out] = (max(feature_bytes(c, n) - done, 0), n)
+    if need:
+        total = sum(b for b, _ in need.values())
+        where = Path(next(iter(need))).parent
+        while not where.exists():
+            where = where.parent
+        free = shutil.disk_usage(where).free
+        if total > free:
+            images = max(n for _, n in need.values())
+            out.append(Problem(where, f"{len(need)} feature file(s) of up to {images:,} images need up to "
+                               f"{total / 1e9:.0f} GB, {free / 1e9:.0f} GB free",
+                               "free space there or set run_dir to a larger disk"))
+    return out
+
+
+def preflight(pending: list[str], stage1: list, features: list, run_dir: str) -> list[str]:
+    """One line per problem the pending stages would hit; empty when they have what they need."""
+    reads_stage_one = "data" in pending or "stage1" in pending
+    stage1, features = (stage1 if reads_stage_one else []), (features if "features" in pending else [])
+    problems = check_java(pending) + check_stage_one(stage1, run_dir) + check_features(features, run_dir)
+    for (arch, weights), who in imagenet_trunks(stage1, features).items():
+        problems += check_weights(arch, weights, ", ".join(who))
+    return [p.line() for p in problems]

@@ -1,0 +1,108 @@
+"""Before the first stage: what the pending stages need (eval.preflight), each missing thing one line, in
+seconds. Java for the captioners, torchvision's ImageNet files under either release name, real data
+folders, and the disk of the feature files."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from capcore.errors import CapawareError
+from embedder.config import load_config
+from embedder.model import imagenet_releases, imagenet_weight_file
+from eval import preflight
+from feature_extract.config import load_features_config
+from tests.pipeline_helpers import ROOT, TINY, env
+
+NO_JAVA = "#!/bin/sh\necho 'Unable to locate a Java Runtime.' >&2\nexit 1\n"  # what macOS's /usr/bin/java stub does
+
+
+def fake_java(tmp: Path) -> dict:
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "java").write_text(NO_JAVA)
+    (bin_dir / "java").chmod(0o755)
+    e = env()
+    return dict(e, PATH=f"{bin_dir}:{e['PATH']}")
+
+
+def test_without_java_the_pipeline_stops_before_its_first_stage_with_the_install_line(tmp_path):
+    run = tmp_path / "run"
+    out = subprocess.run(["bash", "scripts/pipeline.sh", str(TINY), "--run", str(run)], cwd=ROOT,
+                         env=fake_java(tmp_path), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: java: no Java runtime"), out.stderr
+    assert "apt-get install -y openjdk-17-jre-headless" in lines[0] and "brew install openjdk@17" in lines[0]
+    assert not (run / "logs").exists()  # nothing ran
+
+
+def test_stages_that_score_nothing_need_no_java(tmp_path):
+    plan = ["python", "scripts/pipeline_plan.py", str(TINY), "--run", str(tmp_path / "run"), "preflight"]
+    no_java = fake_java(tmp_path)
+    assert subprocess.run(plan + ["data", "features"], cwd=ROOT, env=no_java, capture_output=True).returncode == 0
+    late = subprocess.run(plan + ["rl", "report"], cwd=ROOT, env=no_java, capture_output=True, text=True)
+    assert late.returncode == 2 and "stages rl score captions" in late.stderr
+
+
+def test_imagenet_weights_are_found_under_either_release_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    hub = tmp_path / "hub" / "checkpoints"
+    hub.mkdir(parents=True)
+    v1, v2 = (Path(u).name for u in imagenet_releases("resnet50"))
+    assert v1 != v2
+    with pytest.raises(CapawareError, match=f"{v1} or {v2}"):
+        imagenet_weight_file("resnet50")
+    torch.save({}, hub / v2)
+    assert imagenet_weight_file("resnet50") == hub / v2
+    torch.save({}, hub / v1)
+    assert imagenet_weight_file("resnet50") == hub / v1  # both there: the paper-era V1
+    mine = tmp_path / "my_resnet50.pth"
+    with pytest.raises(CapawareError) as err:  # an explicit file that is absent is named, not the hub
+        imagenet_weight_file("resnet50", str(mine))
+    assert err.value.where == str(mine)
+    torch.save({}, mine)
+    assert imagenet_weight_file("resnet50", str(mine)) == mine
+
+
+def test_coco_alone_lists_each_missing_input_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty"))
+    run = str(tmp_path / "run")
+    stage1 = [load_config(ROOT / "configs/paper/coco_caption.yaml", [f"run_dir={run}", f"data.root={tmp_path}/coco"])]
+    features = [load_features_config(ROOT / f"configs/paper/coco_features_{k}.yaml",
+                                     [f"run_dir={run}", f"images.karpathy={tmp_path}/coco/dataset_coco.json"])
+                for k in ("imagenet", "cap")]
+    lines = preflight.preflight(["data", "stage1", "features"], stage1, features, run)
+    assert len(lines) == 4, lines  # the data folder, the json (one line per features config), resnet101 once
+    assert sum("data folder not found" in ln for ln in lines) == 1
+    assert sum("dataset_coco.json: image list not found" in ln for ln in lines) == 2
+    weights = [ln for ln in lines if "ImageNet weights for resnet101" in ln]
+    assert len(weights) == 1 and "stage one coco_caption, features imagenet.h5" in weights[0]
+    assert preflight.preflight(["scores", "report"], stage1, features, run) == []
+
+
+def test_features_that_do_not_fit_the_disk_are_refused(tmp_path, monkeypatch):
+    images = [{"filepath": "val2014", "filename": f"{i}.jpg", "cocoid": i, "split": "test"} for i in range(1000)]
+    (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": images}))
+    cfg = load_features_config(ROOT / "configs/paper/coco_features_imagenet.yaml",
+                               [f"run_dir={tmp_path / 'run'}", f"images.karpathy={tmp_path / 'dataset_coco.json'}"])
+    need = 1000 * (14 * 14 + 1) * 2048 * 2  # images x (att cells + fc) x ResNet-101 channels x float16
+    assert preflight.feature_bytes(cfg, 1000) == need
+    free = type("Usage", (), {"free": need - 1})
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: free)
+    problems = preflight.check_features([cfg], str(tmp_path / "run"))
+    assert len(problems) == 1 and "1 feature file(s) of up to 1,000 images" in problems[0].problem
+    free.free = need
+    assert preflight.check_features([cfg], str(tmp_path / "run")) == []
+
+
+def test_doctor_checks_every_architecture_a_pipeline_config_loads(tmp_path):
+    e = dict(env(), TORCH_HOME=str(tmp_path))
+    out = subprocess.run(["python", "-m", "eval.doctor", "--quick", "--config", "configs/paper/pipeline_paper.yaml"],
+                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    missing = [ln.split()[2] for ln in out.stdout.splitlines() if ln.startswith("MISSING ImageNet")]
+    assert missing == ["resnet34", "resnet101"], out.stdout  # pose and layout use resnet34, captions resnet101
