@@ -17,6 +17,10 @@ from omegaconf.errors import OmegaConfBaseException
 from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping
 
+PRECISIONS = ("auto", "float32", "bfloat16")
+"""A training config's ``precision`` values (capcore.device resolves them); here, without torch, so that
+loading a config (scripts/pipeline_plan.py does it dozens of times per run) does not import torch."""
+
 
 @dataclass
 class RunConfig:

@@ -15,10 +15,9 @@ import sys
 
 import torch
 
+from capcore.config import PRECISIONS
 from capcore.cpu_isa import cpu_isa
 from capcore.errors import CapawareError
-
-PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 def pick_device(name: str) -> torch.device:

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import ConfigChecks, RunConfig, load_config
-from capcore.device import PRECISIONS
+from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_config
 from capcore.fingerprint import bookkeeping
 
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from capcore.config import ConfigChecks, RunConfig
+from capcore.config import PRECISIONS, ConfigChecks, RunConfig
 from capcore.config import load_config as load_schema
 from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
@@ -219,7 +219,6 @@ MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
 BATCHNORMS = ("batch", "sync", "frozen")
-PRECISIONS = ("auto", "float32", "bfloat16")
 DEVICES = ("auto", "cpu", "cuda")
 LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
