@@ -28,6 +28,12 @@ def launched() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
+def launched_rank() -> int:
+    """This process's global rank as torchrun set it (0 outside torchrun), also after ``shutdown``: what a
+    script checks before the work that rank 0 alone does once training is over."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def active() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 

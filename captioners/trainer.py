@@ -164,7 +164,8 @@ class CaptionerLoop:
         out, card = self.where.root, self.card
         out.mkdir(parents=True, exist_ok=True)
         write_text(self.where.config, OmegaConf.to_yaml(self.cfg, resolve=True))
-        print(f"{self.recipe.kind} {self.cfg.name}: {card.precision}", flush=True)
+        processes = f"; {self.world} processes (torchrun), each a share of every batch" if self.world > 1 else ""
+        print(f"{self.recipe.kind} {self.cfg.name}: {card.precision}{processes}", flush=True)
         manifest = CaptionerManifest(stage=card.stage, core=card.core, features=card.features,
                                      refs=str(self.cfg.data.json), precision=card.precision,
                                      scst_signature=card.scst_signature or "")

@@ -3,10 +3,17 @@
 # -> rl (SCST) -> scores (Table 1) -> report (static HTML).
 #
 # Usage: scripts/pipeline.sh CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]
+#                             [--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]
 #   CONFIG   a pipeline config (configs/demo/pipeline_demo.yaml, configs/paper/pipeline_paper.yaml)
 #   --from/--to  run only the stages in this range (names above)
 #   --force  delete the outputs of the stages in range and run them again
 #   --run    the run folder (default: run_dir of CONFIG); every output of the run lives under it
+#   --nproc  processes (GPUs) per machine for the stages that train in parallel (stage1, captioners, rl):
+#            each of their commands runs under torchrun; the other stages run as before. A stage's
+#            marker does not depend on N, so a run started with one process count resumes with another.
+#   --nnodes/--node-rank/--rdzv-endpoint  several machines sharing one run folder (docs/devices.md):
+#            each runs this same command with its own --node-rank; node 0 runs every stage, the others
+#            join each parallel stage's rendezvous and wait for node 0's marker of every other stage.
 #
 # A stage that finished with the same inputs (its marker under RUN/.pipeline holds a fingerprint of its
 # commands, configs and the stages before it) is skipped; a killed run resumes, since each stage's
@@ -14,19 +21,40 @@
 # the pipeline with one line naming that log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: $0 CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]"
+usage="usage: $0 CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR] [--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]"
 config=${1:?$usage}
 shift
-from="" to="" force=0 run_args=()
+from="" to="" force=0 run_args=() nproc=1 nnodes=1 node_rank=0 endpoint=""
 while (($#)); do
   case $1 in
     --from) from=${2:?$usage}; shift 2 ;;
     --to) to=${2:?$usage}; shift 2 ;;
     --force) force=1; shift ;;
     --run) run_args=(--run "${2:?$usage}"); shift 2 ;;
+    --nproc) nproc=${2:?$usage}; shift 2 ;;
+    --nnodes) nnodes=${2:?$usage}; shift 2 ;;
+    --node-rank) node_rank=${2:?$usage}; shift 2 ;;
+    --rdzv-endpoint) endpoint=${2:?$usage}; shift 2 ;;
     *) echo "error: unknown argument '$1'; $usage" >&2; exit 2 ;;
   esac
 done
+for n in "$nproc" "$nnodes" "$node_rank"; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "error: --nproc, --nnodes and --node-rank take whole numbers, not '$n'" >&2; exit 2; }
+done
+if ((nnodes > 1)) && [[ -z $endpoint ]]; then
+  echo "error: --nnodes $nnodes needs --rdzv-endpoint HOST:PORT (node 0's address, the same on every machine)" >&2; exit 2
+fi
+# the parallel stages' scripts start their python through $CAPAWARE_LAUNCH (scripts/stage1_embedder.sh,
+# stage3_captioners.sh, stage3_rl.sh): torchrun when asked for more than one process
+launch=""
+if ((nproc * nnodes > 1)); then
+  launch="python -m torch.distributed.run --nproc_per_node $nproc"
+  if ((nnodes > 1)); then
+    launch+=" --nnodes $nnodes --node_rank $node_rank --rdzv_backend c10d --rdzv_endpoint $endpoint --rdzv_id capaware"
+  else
+    launch+=" --standalone"
+  fi
+fi
 
 plan() { python scripts/pipeline_plan.py "$config" "${run_args[@]}" "$@"; }
 plan validate >/dev/null  # every stage config, checked before the first stage runs (one error line if not)
@@ -46,12 +74,18 @@ start=$(date +%s)
 for ((i = lo; i <= hi; i++)); do
   stage=${stages[$i]} log="$run/logs/${stages[$i]}.log" marker="$run/.pipeline/${stages[$i]}.done"
   fingerprint=$(plan fingerprint "$stage")
-  if ((force)); then
+  if ((force && node_rank == 0)); then
     rm -f "$marker"
     while read -r path; do [[ -n $path ]] && rm -rf -- "$path"; done < <(plan outputs "$stage")
   fi
   if [[ -f $marker && $(cat "$marker") == "$fingerprint" ]]; then
     echo "[$stage] complete, skipped"
+    continue
+  fi
+  parallel=$(plan parallel "$stage")
+  if ((node_rank > 0)) && [[ $parallel == no ]]; then  # another machine's share: node 0 runs this stage
+    echo "[$stage] waiting for node 0 to finish it"
+    until [[ -f $marker && $(cat "$marker") == "$fingerprint" ]]; do sleep 10; done
     continue
   fi
   rm -f "$marker"
@@ -63,6 +97,8 @@ for ((i = lo; i <= hi; i++)); do
     echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
   } >>"$log"
   max_jobs=$(plan jobs "$stage")
+  stage_launch=""
+  if [[ $parallel == yes && -n $launch ]]; then stage_launch=$launch max_jobs=1; fi  # each command takes every process
   # up to $max_jobs commands at once (independent trainings), each into its own log part; with several
   # at once each gets its share of the cores (unless OMP_NUM_THREADS is set), not all of them
   threads=$(( $(nproc) / max_jobs )); ((threads >= 1)) || threads=1
@@ -74,7 +110,7 @@ for ((i = lo; i <= hi; i++)); do
     [[ -n $cmd ]] || continue
     part="$log.part$k"
     echo "\$ $cmd" >"$part"
-    "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
+    CAPAWARE_LAUNCH=$stage_launch "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
     while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more
@@ -85,12 +121,18 @@ for ((i = lo; i <= hi; i++)); do
   for part in "${parts[@]}"; do cat "$part" >>"$log"; rm -f "$part"; done
   if [[ -n $failed ]]; then
     # (|| true: under pipefail a log without such a line, e.g. a killed command's, must still get its line)
-    last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300 || true)
+    # capaware's own one-line error first (under torchrun the launcher's ChildFailedError comes after it)
+    last=$(tr '\r' '\n' <"$log" | grep -E '^error: ' | tail -n 1 | cut -c1-300 || true)
+    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300 || true)
     [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300 || true)
     echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
     exit 1
   fi
-  echo "$fingerprint" >"$marker.tmp" && mv "$marker.tmp" "$marker"
+  if ((node_rank == 0)); then
+    echo "$fingerprint" >"$marker.tmp" && mv "$marker.tmp" "$marker"
+  else  # rank 0 (on node 0) still decodes and scores: the next rendezvous waits for it here, not in torchrun
+    until [[ -f $marker && $(cat "$marker") == "$fingerprint" ]]; do sleep 10; done
+  fi
   echo "[$stage] done in $(($(date +%s) - t0)) s"
 done
 

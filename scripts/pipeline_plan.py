@@ -13,6 +13,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
     outputs STAGE          the paths the stage writes (every one inside the run folder)
     fingerprint STAGE      a hash that changes when anything the stage depends on changes
     jobs STAGE             how many of the stage's commands may run at once
+    parallel STAGE         yes when its commands train under torchrun with --nproc (stage1, captioners, rl)
     run-dir                the run folder
     tables                 the Markdown tables to print at the end, one path per line
 """
@@ -33,6 +34,8 @@ from capcore.run_layout import RunDir  # noqa: E402
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
 PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
+DISTRIBUTED_STAGES = ("stage1", "captioners", "rl")
+"""Stages whose commands train with capcore.distributed: under torchrun with ``pipeline.sh --nproc``."""
 """Stages whose commands are independent (one dataset, study or captioner run each): ``jobs`` at a time,
 each with its share of the cores (scripts/pipeline.sh)."""
 
@@ -194,19 +197,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
     parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs",
-                                           "validate", "preflight"))
+                                           "validate", "preflight", "parallel"))
     parser.add_argument("stage", nargs="?", choices=STAGES)
     parser.add_argument("last", nargs="?", choices=STAGES, help="preflight: the last stage of the range")
     parser.add_argument("--force", action="store_true", help="preflight: every stage of the range will run")
     args = parser.parse_args(argv)
     plan = Plan(load_pipeline(args.config, args.run))
-    if args.action in ("commands", "outputs", "fingerprint", "jobs") and not args.stage:
+    if args.action in ("commands", "outputs", "fingerprint", "jobs", "parallel") and not args.stage:
         parser.error(f"{args.action} needs a STAGE")
     lines = {"stages": lambda: list(STAGES), "run-dir": lambda: [plan.run], "tables": plan.tables,
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
              "fingerprint": lambda: [plan.fingerprint(args.stage)], "validate": plan.validate,
              "preflight": lambda: plan.preflight(args.stage or STAGES[0], args.last or STAGES[-1], args.force),
-             "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)]}[args.action]()
+             "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)],
+             "parallel": lambda: ["yes" if args.stage in DISTRIBUTED_STAGES else "no"]}[args.action]()
     if lines:
         print("\n".join(lines))
 

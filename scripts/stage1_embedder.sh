@@ -4,4 +4,4 @@
 set -euo pipefail
 config=${1:?usage: $0 CONFIG [key=value ...]}
 shift
-python -m embedder.study --config "$config" "$@"
+exec ${CAPAWARE_LAUNCH:-python} -m embedder.study --config "$config" "$@"  # CAPAWARE_LAUNCH: torchrun (scripts/pipeline.sh --nproc)

@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         trainer = scst.train
     trainer(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
     distributed.shutdown()
+    if distributed.launched_rank() != 0:  # under torchrun (pipeline.sh --nproc) rank 0 alone decodes and scores
+        return
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
     decode.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
                  "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])

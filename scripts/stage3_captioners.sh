@@ -15,4 +15,4 @@ set -euo pipefail
 config=${1:?usage: $0 CONFIG [key=value ...]}
 shift
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-exec python "$(dirname "$0")/stage3.py" xe "$config" "$@"
+exec ${CAPAWARE_LAUNCH:-python} "$(dirname "$0")/stage3.py" xe "$config" "$@"  # CAPAWARE_LAUNCH: torchrun (pipeline.sh --nproc)

@@ -21,7 +21,8 @@ from tests.pipeline_helpers import TINY, build_upstream, copies, pipeline, table
 
 
 def test_a_failed_stage_stops_with_one_line_naming_its_log(tmp_path):
-    missing = tmp_path / "no_such_dataset"
+    missing = tmp_path / "empty_dataset"  # there (a missing folder is refused before any stage: test_preflight.py)
+    missing.mkdir()  # but without its annotation file: the data stage fails on it
     tiny = yaml.safe_load(TINY.read_text())  # the tiny overrides kept: the failure, not a 6,700-image set, is tested
     bad = tiny_config(tmp_path, stage1=[f"{tiny['stage1'][0]} data.synthetic=null data.root={missing}"])
     out = pipeline(bad, tmp_path / "run")
@@ -45,17 +46,25 @@ def upstream(tmp_path_factory) -> tuple[Path, Path]:
     return build_upstream(tmp_path_factory.mktemp("pipeline"))
 
 
-@pytest.mark.timeout(900)
-def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstream, tmp_path):
-    """Deterministic: the first XE run dies abruptly after step 6 (``train.stop_after_steps``: no clean-up,
-    no checkpoint), its last checkpoint is step 4, so the rerun replays steps 5 and 6."""
+@pytest.fixture(scope="module")
+def whole(upstream, tmp_path_factory) -> Path:
+    """The uninterrupted one-process run of stage three from the upstream copy: the reference of the kill
+    and the two-process tests."""
     config, base = upstream
-    whole, killed = copies(base, tmp_path / "whole", tmp_path / "killed")
-
-    out = pipeline(config, whole, timeout=600)
+    run, = copies(base, tmp_path_factory.mktemp("whole") / "run")
+    out = pipeline(config, run, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     for stage in ("data", "stage1", "features"):  # a copied run keeps its finished stages
         assert f"[{stage}] complete, skipped" in out.stdout
+    return run
+
+
+@pytest.mark.timeout(900)
+def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstream, whole, tmp_path):
+    """Deterministic: the first XE run dies abruptly after step 6 (``train.stop_after_steps``: no clean-up,
+    no checkpoint), its last checkpoint is step 4, so the rerun replays steps 5 and 6."""
+    config, base = upstream
+    killed, = copies(base, tmp_path / "killed")
 
     tiny = yaml.safe_load(TINY.read_text())
     dying = tiny_config(tmp_path, feature_sets=["cap"],
@@ -83,6 +92,31 @@ def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstrea
     assert again.returncode == 0 and "running" not in again.stdout
     assert again.stdout.count("complete, skipped") == 7
     assert "### Captioning" in again.stdout  # the final tables are printed
+
+
+@pytest.mark.timeout(900)
+def test_two_processes_train_as_one_and_keep_the_skip_markers(upstream, whole, tmp_path):
+    """``--nproc 2`` runs XE and SCST under torchrun (gloo on CPU): every logged step's loss within the
+    relative 1e-5 docs/devices.md states for stage three, the same test captions and Table 1; rank 1 decodes
+    and scores nothing. Its markers are the one-process run's: a rerun with one process skips every stage."""
+    from tests.tensorboard_log import tb_values
+
+    config, base = upstream
+    two, = copies(base, tmp_path / "two")
+    out = pipeline(config, two, "--nproc", "2", timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for stage in ("captioners", "rl"):
+        assert "2 processes (torchrun)" in (two / "logs" / f"{stage}.log").read_text(), stage
+    for name, tag in (("cap_att2all2", "train/loss"), ("cap_att2all2_scst", "scst/loss")):
+        one_log, two_log = (tb_values(r / "captioners" / name / "tb", tag) for r in (whole, two))
+        assert sorted(one_log) == sorted(two_log) and one_log, name
+        assert max(abs(one_log[s] - two_log[s]) / abs(one_log[s]) for s in one_log) <= 1e-5, name
+    for name in ("cap_att2all2", "cap_att2all2_scst"):
+        preds = [json.loads((r / "captioners" / name / "preds_test.json").read_text()) for r in (whole, two)]
+        assert preds[0] == preds[1], name
+    assert table_rows(two) == table_rows(whole)
+    again = pipeline(config, two, timeout=120)
+    assert again.returncode == 0 and again.stdout.count("complete, skipped") == 7
 
 
 @pytest.mark.timeout(600)
