@@ -74,6 +74,8 @@ COMMANDS = {
                    "capaware run configs/paper/pipeline_paper.yaml --from features --to captioners",
                    lambda a: shell("pipeline.sh", from_here(a, config_first=True)),
                    "capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]\n"
+                   "                    [--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]\n"
+                   "  --nproc: stage one, XE and SCST under torchrun with N processes per machine\n"
                    "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes\n"
                    "  CONFIG and --run DIR are taken from the directory you are in; paths inside configs\n"
                    "  (data folders, stage configs, a config's run_dir) from the capaware checkout"),

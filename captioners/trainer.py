@@ -304,7 +304,12 @@ def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, 
     """Train (or resume, or notice it is finished) with ``recipe``'s step; returns the path of best.pt.
     ``card`` goes into every checkpoint (model_args, vocabulary, paths, fingerprint...: captioners.card)."""
     loop = CaptionerLoop(cfg, recipe, model, train_set, val_set, refs, vocab, max_length, card, device, progress)
-    if loop.resume():
+    finished = loop.resume()
+    # every process has read last.pt before rank 0 may write it (SCST's first validation does): a process
+    # that started late would otherwise resume from rank 0's new checkpoint and skip a collective the others
+    # wait in (a hang seen under load with --nproc 2)
+    distributed.barrier()
+    if finished:
         if loop.rank0:
             print(f"{recipe.kind} {cfg.name}: already trained ({loop.p.step} steps, best CIDEr-D {loop.p.best:.3f})"
                   f" -> {loop.where.best}")

@@ -117,7 +117,7 @@ def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor:
     put("CIDEr-D", total, per)
 
     if not meteor:
-        out.unavailable["METEOR"] = "skipped (--no-meteor)"
+        out.unavailable["METEOR"] = "skipped (--no-meteor or CAPAWARE_METEOR=off)"
     elif jv.java_info() is None:
         out.unavailable["METEOR"] = f"no Java runtime; {jv.JAVA_FIX}"
     else:
@@ -154,7 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="test", help="Karpathy split: train (with restval) | val | test | all")
     parser.add_argument("--out", default=None, help="metrics JSON (default: PREDS_STEM.metrics.json next to --preds)")
     parser.add_argument("--per-image", default=None, help="also write per-image scores to this JSON")
-    parser.add_argument("--no-meteor", action="store_true")
+    parser.add_argument("--no-meteor", action="store_true", default=os.environ.get("CAPAWARE_METEOR") == "off",
+                        help="skip METEOR (its JVM loads a 62 MB paraphrase table: ~4 s); the default can come "
+                             "from CAPAWARE_METEOR=off (the tests of the pipeline's orchestration set it)")
     parser.add_argument("--no-spice", action="store_true")
     parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
     parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")

@@ -6,7 +6,7 @@ problem is one line: what is missing, which stage needs it, and the fix. Checks,
 
 - ``captioners``, ``rl``: Java (each run scores its test captions with the PTB tokenizer and METEOR);
 - ``data``, ``stage1``: every real (not generated) data folder and class-pretraining folder a stage-one
-  config reads, and ImageNet weights where a config says ``model.init: imagenet``;
+  config reads; ``stage1`` also the ImageNet weights where a config says ``model.init: imagenet``;
 - ``features``: ImageNet weights for ImageNet backbones, the Karpathy json of real images, and the disk
   the feature files will take (images x (grid cells + 1) x channels x bytes per value).
 
@@ -137,9 +137,10 @@ def check_features(cfgs: list, run_dir: str) -> list[Problem]:
 
 def preflight(pending: list[str], stage1: list, features: list, run_dir: str) -> list[str]:
     """One line per problem the pending stages would hit; empty when they have what they need."""
-    reads_stage_one = "data" in pending or "stage1" in pending
-    stage1, features = (stage1 if reads_stage_one else []), (features if "features" in pending else [])
-    problems = check_java(pending) + check_stage_one(stage1, run_dir) + check_features(features, run_dir)
-    for (arch, weights), who in imagenet_trunks(stage1, features).items():
+    reads_data = stage1 if ("data" in pending or "stage1" in pending) else []
+    trains = stage1 if "stage1" in pending else []  # the data stage reads the data, not the weights
+    features = features if "features" in pending else []
+    problems = check_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
+    for (arch, weights), who in imagenet_trunks(trains, features).items():
         problems += check_weights(arch, weights, ", ".join(who))
     return [p.line() for p in problems]

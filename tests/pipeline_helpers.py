@@ -15,9 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "pipeline_tiny.yaml"
 
 
-def env() -> dict:
+def env(meteor: bool = False) -> dict:
+    """The pipeline's environment. METEOR is off unless asked for: these tests check orchestration (skips,
+    kills, jobs, processes), and each captioner run would spend ~4 s loading METEOR's paraphrase table;
+    METEOR itself is checked against pycocoevalcap in test_caption_metrics.py and runs in the COCO rehearsal."""
     bin_dir = str(Path(sys.executable).parent)  # the venv's python, as `make` puts it first on PATH
-    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT),
+                **({} if meteor else {"CAPAWARE_METEOR": "off"}))
 
 
 def pipeline(config: Path, run: Path, *args: str, **kw) -> subprocess.CompletedProcess:

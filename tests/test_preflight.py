@@ -82,6 +82,8 @@ def test_coco_alone_lists_each_missing_input_once(tmp_path, monkeypatch):
     weights = [ln for ln in lines if "ImageNet weights for resnet101" in ln]
     assert len(weights) == 1 and "stage one coco_caption, features imagenet.h5" in weights[0]
     assert preflight.preflight(["scores", "report"], stage1, features, run) == []
+    data_only = preflight.preflight(["data"], stage1, features, run)  # reads the data, loads no weights
+    assert len(data_only) == 1 and "data folder not found" in data_only[0]
 
 
 def test_features_that_do_not_fit_the_disk_are_refused(tmp_path, monkeypatch):
