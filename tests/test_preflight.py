@@ -108,3 +108,13 @@ def test_doctor_checks_every_architecture_a_pipeline_config_loads(tmp_path):
     assert out.returncode == 1
     missing = [ln.split()[2] for ln in out.stdout.splitlines() if ln.startswith("MISSING ImageNet")]
     assert missing == ["resnet34", "resnet101"], out.stdout  # pose and layout use resnet34, captions resnet101
+
+
+def test_make_demo_without_java_stops_before_installing_anything(tmp_path):
+    venv = tmp_path / "venv"
+    out = subprocess.run(["make", "-s", "demo", f"VENV={venv}"], cwd=ROOT, env=fake_java(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and not venv.exists()
+    ours = [ln for ln in out.stderr.splitlines() if not ln.startswith("make:")]  # make adds its own "Error 1"
+    assert len(ours) == 1 and ours[0].startswith("error: java: no Java runtime"), out.stderr
+    assert "apt-get install -y openjdk-17-jre-headless" in ours[0] and "brew install openjdk@17" in ours[0]
