@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capdata.synthetic import lexicon
+import capdata.synthetic.lexicon as lexicon
 from capdata.synthetic.drawing import write_bytes
 
 DIM = 50
