@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from capcore.errors import CapawareError
@@ -30,37 +29,27 @@ WIDE = ("resnet50", "resnet101", "resnet152")
 """Trunks with a 2048-channel layer4; the others (resnet10, 18, 34) have 512."""
 
 
-@dataclass
-class Problem:
-    where: str
-    problem: str
-    fix: str
-
-    def line(self) -> str:
-        return str(CapawareError(self.where, self.problem, self.fix))
-
-
 def inside(path: str | Path, run_dir: str | Path) -> bool:
     """True for a path the run itself writes (under its run folder)."""
     run = Path(run_dir).resolve()
     return run == Path(path).resolve() or run in Path(path).resolve().parents
 
 
-def check_java(pending: list[str]) -> list[Problem]:
+def check_java(pending: list[str]) -> list[CapawareError]:
     needs = [s for s in pending if s in JAVA_STAGES]
     if not needs or jv.java_info() is not None:
         return []
-    return [Problem("java", f"no Java runtime on PATH; stages {', '.join(needs)} score captions with the PTB "
+    return [CapawareError("java", f"no Java runtime on PATH; stages {', '.join(needs)} score captions with the PTB "
                     "tokenizer and METEOR, which are Java", jv.JAVA_FIX)]
 
 
-def check_weights(arch: str, weights: str, who: str) -> list[Problem]:
+def check_weights(arch: str, weights: str, who: str) -> list[CapawareError]:
     from embedder.model import imagenet_weight_file
 
     try:
         imagenet_weight_file(arch, weights)
     except CapawareError as err:
-        return [Problem(err.where, f"{err.problem} ({who})", err.fix or "")]
+        return [CapawareError(err.where, f"{err.problem} ({who})", err.fix or "")]
     return []
 
 
@@ -76,7 +65,7 @@ def imagenet_trunks(stage1: list, features: list) -> dict[tuple[str, str], list[
     return out
 
 
-def check_stage_one(cfgs: list, run_dir: str) -> list[Problem]:
+def check_stage_one(cfgs: list, run_dir: str) -> list[CapawareError]:
     """Real data folders of the stage-one configs (``embedder.config.Stage1Config``)."""
     out = []
     for c in cfgs:
@@ -85,7 +74,7 @@ def check_stage_one(cfgs: list, run_dir: str) -> list[Problem]:
             sets.append((c.pretrain.data, f"pretrain.data.root of {c.name}"))
         for data, key in sets:
             if data.synthetic is None and not inside(data.root, run_dir) and not Path(data.root).is_dir():
-                out.append(Problem(data.root, f"data folder not found ({key}, format {data.format})",
+                out.append(CapawareError(data.root, f"data folder not found ({key}, format {data.format})",
                                    "put the release there (docs/real_data.md lists every file) or set " + key))
     return out
 
@@ -106,7 +95,7 @@ def karpathy_images(path: str | Path, splits: list[str]) -> int | None:
     return sum(1 for im in images if not splits or im.get("split") in splits)
 
 
-def check_features(cfgs: list, run_dir: str) -> list[Problem]:
+def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
     """Real image lists and the disk the files of ``feature_extract.config`` configs need."""
     out, need = [], {}
     for c in cfgs:
@@ -114,7 +103,7 @@ def check_features(cfgs: list, run_dir: str) -> list[Problem]:
         if inside(source, run_dir):
             continue  # written by the data stage; not there yet on a first run
         if not Path(source).exists():
-            out.append(Problem(source, f"image list not found (features {c.out})",
+            out.append(CapawareError(source, f"image list not found (features {c.out})",
                                "put the Karpathy dataset_coco.json there (docs/real_data.md) or fix images.karpathy"))
             continue
         n = karpathy_images(c.images.karpathy, list(c.images.splits)) if c.images.karpathy else None
@@ -129,7 +118,7 @@ def check_features(cfgs: list, run_dir: str) -> list[Problem]:
         free = shutil.disk_usage(where).free
         if total > free:
             images = max(n for _, n in need.values())
-            out.append(Problem(where, f"{len(need)} feature file(s) of up to {images:,} images need up to "
+            out.append(CapawareError(where, f"{len(need)} feature file(s) of up to {images:,} images need up to "
                                f"{total / 1e9:.0f} GB, {free / 1e9:.0f} GB free",
                                "free space there or set run_dir to a larger disk"))
     return out
@@ -143,4 +132,4 @@ def preflight(pending: list[str], stage1: list, features: list, run_dir: str) ->
     problems = check_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
     for (arch, weights), who in imagenet_trunks(trains, features).items():
         problems += check_weights(arch, weights, ", ".join(who))
-    return [p.line() for p in problems]
+    return [str(p) for p in problems]  # each CapawareError is where: problem (fix: ...)

@@ -20,6 +20,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import shlex
 import sys
@@ -132,17 +133,13 @@ class Plan:
     def validate(self) -> list[str]:
         """Load every stage config of the run through its own stage's validator (stage one, features, XE,
         SCST), so a bad value stops the pipeline before its first stage rather than hours into it."""
-        from captioners.config import load_captioner_config
-        from rl.config import load_scst_config
-
         for e in self.stage1:
             self._stage1(e)
         for e in self.features:
             self._features(e)
-        for e in self.captioners:
-            load_captioner_config(e.config, e.overrides)
-        for e in self.rl:
-            load_scst_config(e.config, e.overrides)
+        for kind in ("captioners", "rl"):
+            for e in getattr(self, kind):
+                load_stage_config(kind, e.config, tuple(e.overrides))
         n = len(self.stage1) + len(self.features) + len(self.captioners) + len(self.rl)
         return [f"{n} stage configs (with their overrides) valid"]
 
@@ -174,22 +171,32 @@ class Plan:
         return str(RunDir(self.run).captioning)
 
     def captioner_dirs(self, stage: str | None = None) -> list[str]:
-        from captioners.config import load_captioner_config
-        from rl.config import load_scst_config
-
-        xe = [load_captioner_config(e.config, e.overrides).out_dir for e in self.captioners]
-        rl = [load_scst_config(e.config, e.overrides).out_dir for e in self.rl]
+        xe = [load_stage_config("captioners", e.config, tuple(e.overrides)).out_dir for e in self.captioners]
+        rl = [load_stage_config("rl", e.config, tuple(e.overrides)).out_dir for e in self.rl]
         return {"captioners": xe, "rl": rl}.get(stage, xe + rl)
 
     @staticmethod
     def _stage1(e: Entry):
-        from embedder.config import load_config
-        return load_config(e.config, e.overrides)
+        return load_stage_config("stage1", e.config, tuple(e.overrides))
 
     @staticmethod
     def _features(e: Entry):
-        from feature_extract.config import load_features_config
-        return load_features_config(e.config, e.overrides)
+        return load_stage_config("features", e.config, tuple(e.overrides))
+
+
+@functools.lru_cache(maxsize=None)
+def load_stage_config(kind: str, config: str, overrides: tuple[str, ...]):
+    """A stage config through its stage's own loader, once per process: a fingerprint needs every stage's
+    commands up to it, so ``preflight`` would otherwise load each config a dozen times (read, never changed)."""
+    if kind == "stage1":
+        from embedder.config import load_config as load
+    elif kind == "features":
+        from feature_extract.config import load_features_config as load
+    elif kind == "captioners":
+        from captioners.config import load_captioner_config as load
+    else:
+        from rl.config import load_scst_config as load
+    return load(config, list(overrides))
 
 
 def main(argv: list[str] | None = None) -> None:

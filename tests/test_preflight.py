@@ -120,3 +120,5 @@ def test_make_demo_without_java_stops_before_installing_anything(tmp_path):
     ours = [ln for ln in out.stderr.splitlines() if not re.match(r"make(\[\d+\])?:", ln)]  # make's own "Error 1"
     assert len(ours) == 1 and ours[0].startswith("error: java: no Java runtime"), out.stderr
     assert "apt-get install -y openjdk-17-jre-headless" in ours[0] and "brew install openjdk@17" in ours[0]
+    from eval.captions_java import JAVA_FIX
+    assert f"(fix: {JAVA_FIX})" in ours[0]  # the Makefile's copy of the fix (it runs before the venv) has not drifted
