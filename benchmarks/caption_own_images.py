@@ -2,7 +2,7 @@
 
 What issue #28 asks a user to be able to do after ``make demo``, measured: ``capaware export RUN`` (the
 captioner with the best validation CIDEr-D) -> one ``.capaware`` file; a new synthetic caption set
-(another generator seed, so no image of the demo) -> ``Captioner.load(file).caption(paths)``. Prints
+(another generator seed, so no image of the demo) -> ``ImageCaptioner.load(file).caption(paths)``. Prints
 the throughput (images/s, model loaded, warm-up excluded, median of ``--repeats`` passes over the
 folder, decoding the images from disk each time), the same throughput with bfloat16 compute where
 the CPU has it natively, then the captions beside each image's first reference caption, and CIDEr-D and
@@ -23,14 +23,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from capaware.captioner import Captioner  # noqa: E402
+from capaware.captioner import ImageCaptioner  # noqa: E402
 from capaware.export import export  # noqa: E402
 from capcore.cpu_isa import cpu_isa, cpu_line  # noqa: E402
 from capdata.synthetic import generate_captions  # noqa: E402
-from eval.captions import score_captions  # noqa: E402
+from eval.score_captions import score_captions  # noqa: E402
 
 
-def throughput(captioner: Captioner, paths: list[Path], repeats: int, batch: int) -> tuple[float, list[str]]:
+def throughput(captioner: ImageCaptioner, paths: list[Path], repeats: int, batch: int) -> tuple[float, list[str]]:
     captioner.caption(paths[:batch], batch_size=batch)  # warm-up (allocators, oneDNN kernels)
     times = []
     for _ in range(repeats):
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     root = work / "images"
     images = [(root / im["filepath"] / im["filename"], im) for im in data["images"]]
     paths = [path for path, _ in images]
-    captioner = Captioner.load(model, device="cpu", precision="float32")
+    captioner = ImageCaptioner.load(model, device="cpu", precision="float32")
     command = shlex.join(["python", "benchmarks/caption_own_images.py", *(sys.argv[1:] if argv is None else argv)])
     print(f"* command: `{command}`")
     print(f"* machine: {cpu_line()}; {a.threads} threads; {len(paths)} new images (generator seed {a.seed}), "
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"* float32: **{rate:.1f} images/s** (read, decode, resize, trunk, captioner; model loaded; median of "
           f"{a.repeats} passes)")
     if cpu_isa().bfloat16_native:
-        fast = Captioner.load(model, device="cpu", precision="auto")
+        fast = ImageCaptioner.load(model, device="cpu", precision="auto")
         rate16, captions = throughput(fast, paths, a.repeats, a.batch_size)  # the default: what a user gets
         print(f"* precision auto (bfloat16 autocast, native on this CPU): **{rate16:.1f} images/s**")
     print("\nCaptions with `precision: auto` (the default), beside the first of each image's references:\n")

@@ -56,11 +56,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    from capaware.captioner import Captioner  # after parsing: --help without importing torch
+    from capaware.captioner import ImageCaptioner  # after parsing: --help without importing torch
     from eval.attention_maps import plot_attention
 
     paths = collect(a.images)
-    captioner = Captioner.load(a.model, a.device, a.precision)
+    captioner = ImageCaptioner.load(a.model, a.device, a.precision)
     ids = dict(zip(map(str, paths), folder_ids(paths).tolist()))
     done, skipped = [], []
     start = time.perf_counter()

@@ -1,11 +1,11 @@
-"""Caption anyone's images with a ``.capaware`` file: ``Captioner.load(path).caption(images)``.
+"""Caption anyone's images with a ``.capaware`` file: ``ImageCaptioner.load(path).caption(images)``.
 
 An image takes the road its training images took, through the same functions: ``capdata.images``
 opens it upright as 8-bit RGB, ``feature_extract.sources.resize`` applies the input policy,
 ``feature_extract.dump.Extractor`` normalises, runs the trunk (``precision: auto``: bfloat16 only where
 the CPU or GPU has it natively) and pools the layer4 map, and the features are rounded through the
 dtype they were stored in. ``captioners.decoding.decode`` then writes the caption. So the captions of
-a dataset's own images equal those ``captioners.decode`` gives from its ``feats.h5``
+a dataset's own images equal those ``captioners.predict`` gives from its ``feats.h5``
 (tests/test_capaware_cli.py checks this on the same machine).
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def upright(image: ImageLike) -> Image.Image:
     return load_rgb(image)
 
 
-class Captioner:
+class ImageCaptioner:
     """A trained captioner and the backbone that makes its features, from one ``.capaware`` file."""
 
     def __init__(self, model: ModelFile, device: str = "auto", precision: str = "auto"):
@@ -66,7 +66,7 @@ class Captioner:
         self.vocab = list(model.card.vocab)
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto", precision: str = "auto") -> "Captioner":
+    def load(cls, path: str | Path, device: str = "auto", precision: str = "auto") -> "ImageCaptioner":
         return cls(read_model_file(path), device, precision)
 
     @property

@@ -4,7 +4,7 @@
     capaware run CONFIG [--from S] ...   the staged pipeline of a pipeline config (scripts/pipeline.sh)
     capaware caption --model M IMAGES    caption your own images with an exported model
     capaware export RUN/captioners/NAME  pack a trained captioner into one .capaware file
-    capaware score --preds P --refs R    BLEU/METEOR/ROUGE-L/CIDEr-D/SPICE (eval.captions)
+    capaware score --preds P --refs R    BLEU/METEOR/ROUGE-L/CIDEr-D/SPICE (eval.score_captions)
     capaware grounding RUN/captioners/N  CIDEr-D on real vs shuffled features (eval.grounding)
     capaware doctor                      what this machine has: Java, METEOR, SPICE, torch, weights
 
@@ -87,7 +87,7 @@ COMMANDS = {
                       delegate("capaware.export_cli", "export")),
     "score": Command("score captions with pycocoevalcap: BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE",
                      "capaware score --preds preds.json --refs dataset_coco.json --split test",
-                     delegate("eval.captions", "score")),
+                     delegate("eval.score_captions", "score")),
     "grounding": Command("does the captioner look at its image? CIDEr-D with real vs shuffled features",
                          "capaware grounding runs/demo/captioners/cap_topdown", delegate("eval.grounding", "grounding")),
     "doctor": Command("what this machine has for capaware: Java, METEOR, SPICE, torch, CPU/GPU, weights",

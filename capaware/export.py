@@ -91,7 +91,7 @@ def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
 
 
 def scores_of(run_dir: Path) -> dict:
-    """The run's own scores: eval.captions' metrics_<split>.json and eval.grounding's grounding_<split>.json."""
+    """The run's own scores: eval.score_captions' metrics_<split>.json and eval.grounding's grounding_<split>.json."""
     found = {}
     for path in sorted(run_dir.glob("metrics_*.json")) + sorted(run_dir.glob("grounding_*.json")):
         data = json.loads(path.read_text())

@@ -2,7 +2,7 @@
 caption, and where it came from.
 
 Written by ``capaware export`` (capaware/export.py), read by ``capaware caption`` and
-``capaware.Captioner.load``. A captioner in a run folder depends on four other files (the backbone
+``capaware.ImageCaptioner.load``. A captioner in a run folder depends on four other files (the backbone
 checkpoint, the attributes of ``feats.h5`` that say how images became features, the vocabulary inside
 ``best.pt``, and the run's config); the file packs them as one ``torch.save`` archive of tensors,
 strings and numbers, so ``torch.load(weights_only=True)`` opens it without running code from it.

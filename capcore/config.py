@@ -67,7 +67,7 @@ def config_files(path: str | Path) -> list[Path]:
     return [path] + [f for base in bases for f in config_files(path.parent / base)]
 
 
-def load_config(path: str | Path | None, overrides: list[str] = (), *, schema: type, prepare=None) -> Any:
+def load_schema(path: str | Path | None, overrides: list[str] = (), *, schema: type, prepare=None) -> Any:
     """Merge a YAML file (with its ``defaults``: ``compose``) and ``key=value`` overrides onto ``schema``;
     errors name key and file. ``prepare(raw, where)``, when given, rewrites the composed file and the
     overrides before each merge (stage one expands its named method rows there)."""

@@ -1,7 +1,7 @@
 """What every captioner checkpoint says about itself besides its weights, typed.
 
 XE (captioners.train) and SCST (rl.train) write the same card into ``best.pt`` and ``last.pt``;
-captioners.decode, eval.grounding and SCST's ``init`` read it back with :meth:`CaptionerCard.of`, which
+captioners.predict, eval.grounding and SCST's ``init`` read it back with :meth:`CaptionerCard.of`, which
 refuses in one line a file that is not a captioner checkpoint or lacks a field, instead of failing on a
 missing dictionary key somewhere later.
 """

@@ -1,4 +1,4 @@
-"""Typed config of a captioner run (OmegaConf structured config, loaded by capcore.config.load_config).
+"""Typed config of a captioner run (OmegaConf structured config, loaded by capcore.config.load_schema).
 
 A YAML file (``configs/{demo,paper}/*_att2all2.yaml``, ``configs/{demo,paper}/*_topdown.yaml``) is merged onto these dataclasses,
 then ``key=value`` overrides; an unknown or mistyped key names the key and the file. Every number the
@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_config
-from capcore.fingerprint import bookkeeping
+from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_schema
+from capcore.fingerprint import added_later, bookkeeping
 
 
 @dataclass
@@ -29,13 +29,17 @@ class CapDataConfig:
 
 @dataclass
 class CapModelConfig:
-    core: str = "att2all2"  # att2all2 (Rennie et al. 2017) | topdown (Anderson et al. 2018)
-    rnn_size: int = 512  # LSTM hidden units (each LSTM of Top-Down)
+    core: str = "att2all2"  # att2all2 (Rennie et al. 2017) | topdown (Anderson et al. 2018) | transformer
+    # (Vaswani et al. 2017, as self-critical.pytorch's; captioners/transformer_core.py)
+    rnn_size: int = 512  # LSTM hidden units (each LSTM of Top-Down); the Transformer's model width
     input_encoding_size: int = 512  # word embedding size
-    att_hid_size: int = 512  # hidden size of the additive attention
+    att_hid_size: int = 512  # hidden size of the additive attention (the LSTM cores)
     drop_prob_lm: float = 0.5  # dropout on embeddings and LSTM output
     att_position: bool = False  # add a learned vector per grid cell to its embedded feature: the attention then
     # knows where a cell is (CNN features carry place only through padding effects); off in self-critical.pytorch
+    layers: int = added_later(default=2)  # the Transformer: encoder layers, and as many decoder layers
+    heads: int = added_later(default=4)  # the Transformer: attention heads (rnn_size must divide by them)
+    ff_size: int = added_later(default=512)  # the Transformer: hidden units of each feed-forward sublayer
 
 
 @dataclass
@@ -93,15 +97,25 @@ class CaptionerConfig(RunConfig):
     val: CapValConfig = field(default_factory=CapValConfig)
 
 
-CORES = ("att2all2", "topdown")
+CORE_NAMES = ("att2all2", "topdown", "transformer")
+"""The names of ``captioners.cores.CORE_CLASSES`` (a test holds the two equal): loading a config imports no torch."""
+TRANSFORMER_ARGS = ("layers", "heads", "ff_size")
 CLIP_MODES = ("value", "norm", "none")
 
 
 def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) -> CaptionerConfig:
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
-    cfg = load_config(path, overrides, schema=CaptionerConfig)
+    cfg = load_schema(path, overrides, schema=CaptionerConfig)
     c = ConfigChecks(path, overrides)
-    c.choice("model.core", cfg.model.core, CORES)
+    c.choice("model.core", cfg.model.core, CORE_NAMES)
+    if cfg.model.core == "transformer":
+        for key in TRANSFORMER_ARGS:
+            c.at_least(f"model.{key}", cfg.model[key], 1)
+        c.need(cfg.model.rnn_size % max(cfg.model.heads, 1) == 0, "model.heads",
+               f"{cfg.model.rnn_size} channels (model.rnn_size) do not split into {cfg.model.heads} heads",
+               "set model.heads to a divisor of model.rnn_size")
+        c.need(cfg.data.max_length < 64, "data.max_length", "the Transformer knows 64 word positions",
+               "set data.max_length <= 63")
     check_loop(cfg, c)
     for key in ("data.seq_per_img", "data.max_length", "model.rnn_size", "model.input_encoding_size",
                 "model.att_hid_size"):
@@ -125,6 +139,11 @@ def check_loop(cfg, c: ConfigChecks) -> None:
     c.at_least("train.patience", t.patience, 1, allow_none=True)
     c.at_least("train.lr_warmup_steps", t.lr_warmup_steps, 0)
     c.need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
+
+
+def core_args(model: CapModelConfig) -> dict:
+    """The settings of the core's own that ``captioners.model.Captioner`` passes on (none for the LSTMs)."""
+    return {key: model[key] for key in TRANSFORMER_ARGS} if model.core == "transformer" else {}
 
 
 def features_path(data: CapDataConfig) -> Path:

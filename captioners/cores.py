@@ -1,18 +1,28 @@
-"""Recurrent cores: one decoding step each. The captioner (captioners/model.py) and every decoder
-(captioners/decoding.py) are shared; Att2all2 and Top-Down differ only here.
+"""Captioner cores: what turns the words so far and the image into the next word's features. The
+captioner (captioners/model.py) and every decoder (captioners/decoding.py) are shared; Att2all2, Top-Down
+and the Transformer (captioners/transformer_core.py) differ only here, and ``CORE_CLASSES`` names them.
 
-A core's interface::
+A core's interface, which is all the captioner and the decoders know of it::
 
-    core(xt [N, E], fc [N, H] | None, att [N, L, H], p_att [N, L, A], state) -> (output [N, H], state, alpha [N, L])
+    core.uses_fc, core.uses_p_att        whether it reads the fc feature / the attention's projection of att
+    core.encode_grid(att [N, L, H]) -> att [N, L, H]     once per image (the Transformer's encoder; else as is)
+    core.init_state(n, like) -> state    the state before the first word (``like``: a tensor of the dtype
+                                         and device to use)
+    core.select_state(state, rows) -> state              the state of batch rows ``rows`` (a LongTensor):
+                                                         beam search reorders and expands the batch with it
+    core(xt [N, E], enc: Encoded, state) -> (output [N, H], state, alpha [N, L])   one word
+    core.teacher_forced(x [N, T, E], enc) -> output [N, T, H]   optional: every step at once (causal)
 
-``state`` is a tuple ``(h, c)`` of tensors ``[layers, N, H]``, so a decoder can expand or reorder the
-batch (beam search) without knowing which core it drives.
+So a decoder never looks inside a state. An LSTM core's state is ``(h, c)`` of ``[layers, N, H]``; the
+Transformer's is what each of its layers has seen so far.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from captioners.transformer_core import TransformerCore
 
 
 class AdditiveAttention(nn.Module):
@@ -32,7 +42,26 @@ class AdditiveAttention(nn.Module):
         return torch.bmm(alpha.unsqueeze(1), att).squeeze(1), alpha
 
 
-class Att2all2Core(nn.Module):
+class LSTMCore(nn.Module):
+    """What the LSTM cores share: the state ``(h, c)`` of ``[layers, N, H]`` tensors, batch in dim 1."""
+
+    layers: int
+    uses_fc: bool
+    uses_p_att = True
+    rnn_size: int
+
+    def encode_grid(self, att: torch.Tensor) -> torch.Tensor:
+        return att
+
+    def init_state(self, n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        zeros = like.new_zeros(self.layers, n, self.rnn_size)
+        return zeros, zeros.clone()
+
+    def select_state(self, state, rows: torch.Tensor):
+        return tuple(s[:, rows] for s in state)
+
+
+class Att2all2Core(LSTMCore):
     """Rennie et al. 2017 (Att2all): one LSTM whose three gates and maxout cell input all see the
     attended feature, computed from the previous hidden state. The fc feature is not used."""
 
@@ -48,9 +77,9 @@ class Att2all2Core(nn.Module):
         self.attention = AdditiveAttention(rnn_size, att_hid_size)
         self.dropout = nn.Dropout(drop_prob_lm)
 
-    def forward(self, xt, fc, att, p_att, state):
+    def forward(self, xt, enc, state):
         prev_h, prev_c = state[0][-1], state[1][-1]
-        att_res, alpha = self.attention(prev_h, att, p_att)
+        att_res, alpha = self.attention(prev_h, enc.att, enc.p_att)
         sums = self.i2h(xt) + self.h2h(prev_h) + self.a2h(att_res)
         H = self.rnn_size
         in_gate, forget_gate, out_gate = torch.sigmoid(sums[:, :3 * H]).chunk(3, dim=1)
@@ -60,7 +89,7 @@ class Att2all2Core(nn.Module):
         return self.dropout(next_h), (next_h.unsqueeze(0), next_c.unsqueeze(0)), alpha
 
 
-class TopDownCore(nn.Module):
+class TopDownCore(LSTMCore):
     """Anderson et al. 2018: an attention LSTM over [language h, mean feature, word] drives the
     attention; a language LSTM reads [attended feature, attention h]. The mean feature is the fc
     feature (the backbone's global average pool, i.e. the mean of the att grid before embedding)."""
@@ -70,18 +99,20 @@ class TopDownCore(nn.Module):
 
     def __init__(self, input_encoding_size: int, rnn_size: int, att_hid_size: int, drop_prob_lm: float):
         super().__init__()
+        self.rnn_size = rnn_size
         self.att_lstm = nn.LSTMCell(input_encoding_size + 2 * rnn_size, rnn_size)
         self.lang_lstm = nn.LSTMCell(2 * rnn_size, rnn_size)
         self.attention = AdditiveAttention(rnn_size, att_hid_size)
         self.dropout = nn.Dropout(drop_prob_lm)
 
-    def forward(self, xt, fc, att, p_att, state):
+    def forward(self, xt, enc, state):
         h, c = state
-        h_att, c_att = self.att_lstm(torch.cat([h[1], fc, xt], dim=1), (h[0], c[0]))
-        att_res, alpha = self.attention(h_att, att, p_att)
+        h_att, c_att = self.att_lstm(torch.cat([h[1], enc.fc, xt], dim=1), (h[0], c[0]))
+        att_res, alpha = self.attention(h_att, enc.att, enc.p_att)
         h_lang, c_lang = self.lang_lstm(torch.cat([att_res, h_att], dim=1), (h[1], c[1]))
         state = (torch.stack([h_att, h_lang]), torch.stack([c_att, c_lang]))
         return self.dropout(h_lang), state, alpha
 
 
-CORES = {"att2all2": Att2all2Core, "topdown": TopDownCore}
+CORE_CLASSES = {"att2all2": Att2all2Core, "topdown": TopDownCore, "transformer": TransformerCore}
+"""``model.core`` -> its class; ``captioners.config.CORE_NAMES`` lists the same names without importing torch."""

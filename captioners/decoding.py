@@ -1,6 +1,7 @@
 """Greedy, sampling and batched beam-search decoding, written once for every core.
 
-They drive a model only through ``encode(fc, att)``, ``init_state(n)`` and ``step(words, enc, state)``.
+They drive a model only through ``encode(fc, att)``, ``init_state(n)``, ``select_state(state, rows)`` and
+``step(words, enc, state)``, so they work for every core (captioners/cores.py) without knowing its state.
 A sequence's score is the sum of its words' log-probabilities plus that of the EOS ending it; a
 sequence cut at ``max_len`` words has no EOS term. Under that one definition beam search with beam 1
 is greedy decoding, and a beam wide enough to hold every prefix is exhaustive search.
@@ -102,7 +103,7 @@ def beam_search(model, fc, att, beam_size: int, max_len: int) -> Decoded:
         step_alpha = (alpha * (~done).view(-1, 1))[rows].unsqueeze(1)
         alphas = step_alpha if alphas is None else torch.cat([alphas[rows], step_alpha], dim=1)
         done = done.view(-1)[rows].view(B, K) | (word == 0)
-        state = tuple(s[:, rows] for s in state)
+        state = model.select_state(state, rows)
         words = word.view(-1)
         if done.all():
             break

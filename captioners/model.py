@@ -1,9 +1,11 @@
 """The captioner: word embedding + attention-feature embedding + fc embedding + core + logit layer.
 
 Word id 0 is both the start input (BOS) and the end/pad output (EOS), as in self-critical.pytorch, so
-the vocabulary layer has V + 1 entries. Decoders only use ``encode``, ``init_state`` and ``step``. The
-fc embedding exists only for cores that read the global feature (Top-Down); Att2all2, as in Rennie et
-al., sees the image through attention alone, and an unused layer would only sit in the checkpoint.
+the vocabulary layer has V + 1 entries. Decoders only use ``encode``, ``init_state``, ``select_state``
+and ``step``, whatever the core (captioners/cores.py says what a core provides). The fc embedding exists
+only for cores that read the global feature (Top-Down), the attention's projection only for the cores
+whose additive attention uses it (the LSTMs); Att2all2, as in Rennie et al., sees the image through
+attention alone, and an unused layer would only sit in the checkpoint.
 """
 from __future__ import annotations
 
@@ -16,18 +18,19 @@ from torch import nn
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
 from captioners.card import CaptionerCard
-from captioners.cores import CORES
+from captioners.cores import CORE_CLASSES
 
 
 @dataclass
 class Encoded:
     """Per-image tensors computed once, then reused at every step (batch dimension first)."""
     fc: torch.Tensor | None  # [N, H] (cores that read the global feature)
-    att: torch.Tensor  # [N, L, H]
-    p_att: torch.Tensor  # [N, L, A]: the attention's projection of att
+    att: torch.Tensor  # [N, L, H] (after the core's encode_grid)
+    p_att: torch.Tensor | None  # [N, L, A]: the additive attention's projection of att (the LSTM cores)
 
     def index(self, idx: torch.Tensor) -> "Encoded":
-        return Encoded(None if self.fc is None else self.fc[idx], self.att[idx], self.p_att[idx])
+        pick = lambda x: None if x is None else x[idx]  # noqa: E731
+        return Encoded(pick(self.fc), self.att[idx], pick(self.p_att))
 
     def repeat(self, k: int) -> "Encoded":
         """Each image k times in a row (its k captions, or its k beams)."""
@@ -40,13 +43,17 @@ class Encoded:
 class Captioner(nn.Module):
     def __init__(self, core: str, vocab_size: int, fc_feat_size: int, att_feat_size: int,
                  input_encoding_size: int = 512, rnn_size: int = 512, att_hid_size: int = 512,
-                 drop_prob_lm: float = 0.5, att_cells: int = 0):
+                 drop_prob_lm: float = 0.5, att_cells: int = 0, core_args: dict | None = None):
+        """``core_args``: settings of the core's own (the Transformer's layers, heads, ff_size)."""
         super().__init__()
         self.args = dict(core=core, vocab_size=vocab_size, fc_feat_size=fc_feat_size, att_feat_size=att_feat_size,
                          input_encoding_size=input_encoding_size, rnn_size=rnn_size, att_hid_size=att_hid_size,
-                         drop_prob_lm=drop_prob_lm, **({"att_cells": att_cells} if att_cells else {}))
+                         drop_prob_lm=drop_prob_lm, **({"att_cells": att_cells} if att_cells else {}),
+                         **({"core_args": dict(core_args)} if core_args else {}))
         self.vocab_size, self.rnn_size = vocab_size, rnn_size
-        self.core = CORES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm)
+        if core not in CORE_CLASSES:
+            raise CapawareError("model.core", f"unknown core {core!r}", f"use one of {', '.join(CORE_CLASSES)}")
+        self.core = CORE_CLASSES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm, **(core_args or {}))
         self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(),
                                    nn.Dropout(drop_prob_lm))
         self.fc_embed = (nn.Sequential(nn.Linear(fc_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
@@ -55,7 +62,7 @@ class Captioner(nn.Module):
         # att_cells > 0: a learned vector per grid cell, added to its embedded feature (model.att_position), so that
         # the attention knows where each cell is; zero-initialised, so training starts from the plain model
         self.att_pos = nn.Parameter(torch.zeros(att_cells, rnn_size)) if att_cells else None
-        self.ctx2att = nn.Linear(rnn_size, att_hid_size)
+        self.ctx2att = nn.Linear(rnn_size, att_hid_size) if self.core.uses_p_att else None
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
 
     def encode(self, fc: torch.Tensor, att: torch.Tensor) -> Encoded:
@@ -65,16 +72,21 @@ class Captioner(nn.Module):
                 raise CapawareError("features", f"{att.shape[1]} grid cells, but the captioner learned positions for "
                                     f"{self.att_pos.shape[0]}", "use features of the grid it was trained on")
             att = att + self.att_pos
-        return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att, self.ctx2att(att))
+        att = self.core.encode_grid(att)
+        return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att,
+                       self.ctx2att(att) if self.ctx2att is not None else None)
 
-    def init_state(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        weight = self.logit.weight
-        zeros = weight.new_zeros(self.core.layers, n, self.rnn_size)
-        return zeros, zeros.clone()
+    def init_state(self, n: int):
+        """The core's state before the first word, for ``n`` rows (a decoder never looks inside it)."""
+        return self.core.init_state(n, self.logit.weight)
+
+    def select_state(self, state, rows: torch.Tensor):
+        """The state of rows ``rows`` of the batch (beam search reorders and expands hypotheses with it)."""
+        return self.core.select_state(state, rows)
 
     def step(self, words: torch.Tensor, enc: Encoded, state):
         """One word in for every row -> (log-probabilities [N, V+1], new state, attention [N, L])."""
-        out, state, alpha = self.core(self.embed(words), enc.fc, enc.att, enc.p_att, state)
+        out, state, alpha = self.core(self.embed(words), enc, state)
         return F.log_softmax(self.logit(out), dim=-1), state, alpha
 
     def forward(self, fc: torch.Tensor, att: torch.Tensor, seq: torch.Tensor, ss_prob: float = 0.0) -> torch.Tensor:
@@ -87,6 +99,9 @@ class Captioner(nn.Module):
         B, K, T = seq.shape
         seq = seq.reshape(B * K, T)
         enc = self.encode(fc, att).repeat(K)
+        if ss_prob == 0.0 and hasattr(self.core, "teacher_forced"):  # every step at once (the Transformer)
+            words = torch.cat([seq.new_zeros(B * K, 1), seq], dim=1)  # BOS, then each word as the next input
+            return F.log_softmax(self.logit(self.core.teacher_forced(self.embed(words), enc)), dim=-1)
         state = self.init_state(B * K)
         outs: list[torch.Tensor] = []
         words = seq.new_zeros(B * K)

@@ -32,11 +32,11 @@ import numpy as np
 from capcore.atomic import atomic_path, write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.h5read import read_h5
-from capdata.readers.karpathy import read_karpathy
+from capdata.formats import FORMATS, read_annotation
 
 UNK = "UNK"
 LABELS_FORMAT = "capaware-labels-v1"
-TRAIN_SPLITS = ("train", "restval")
+TRAIN_SPLITS = FORMATS["karpathy"].train_splits  # restval joins train
 
 
 def build_vocab(captions: list[list[str]], threshold: int) -> list[str]:
@@ -117,7 +117,7 @@ def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_l
     if threshold < 0 or max_length < 1:
         raise CapawareError("prepro", f"threshold={threshold}, max_length={max_length}",
                             "threshold >= 0 and max_length >= 1")
-    records = read_karpathy(json_path)
+    records = read_annotation("karpathy", json_path)
     out_dir = Path(out_dir)
     train = np.isin(records.splits, TRAIN_SPLITS)
     train_caps = [toks for i in np.flatnonzero(train) for toks in records.captions[i]]

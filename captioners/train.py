@@ -25,7 +25,7 @@ from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
 from captioners.card import CaptionerCard
-from captioners.config import CaptionerConfig, features_path, load_captioner_config
+from captioners.config import CaptionerConfig, core_args, features_path, load_captioner_config
 from captioners.data import CaptionDataset
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab
@@ -35,7 +35,9 @@ from captioners.validation import validation_refs
 
 __all__ = ["train", "StopRequested"]
 
-# config keys that say where or how often to write, not what the weights become
+# scheduled sampling: the chance of feeding the model its own previous word instead of the reference's at an
+# epoch; 0 while train.ss_start is negative or not yet reached, then ss_increase_prob more every
+# ss_increase_every epochs, capped at ss_max_prob
 def ss_prob_at(t, epoch: int) -> float:
     if t.ss_start < 0 or epoch < t.ss_start:
         return 0.0
@@ -89,6 +91,8 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 att_feat_size=info.att_shape[1], input_encoding_size=cfg.model.input_encoding_size,
                 rnn_size=cfg.model.rnn_size, att_hid_size=cfg.model.att_hid_size, drop_prob_lm=cfg.model.drop_prob_lm,
                 att_cells=info.att_shape[0] if cfg.model.att_position else 0)
+    if core_args(cfg.model):  # the Transformer's layers, heads and ff_size (the LSTM cores have none)
+        args["core_args"] = core_args(cfg.model)
     model = Captioner(**args).to(device)
     if cfg.train.compile:
         apply_compile(model)

@@ -9,7 +9,7 @@ decodes the validation images and scores them with pycocoevalcap's CIDEr-D; the 
 ``last.pt`` (atomic; optimizer, step, RNG states, history) lets a killed run resume to the same
 weights as an uninterrupted one. Files under ``out_dir``::
 
-    best.pt       weights + model_args + vocabulary + data paths + stage: what captioners.decode needs, and
+    best.pt       weights + model_args + vocabulary + data paths + stage: what captioners.predict needs, and
                   Adam's state at that validation (SCST may start from it: train.init_optimizer)
     last.pt       resumable training state
     history.json  per validation: epoch, step, val CIDEr-D, lr, the epoch's mean per-step numbers
@@ -33,6 +33,7 @@ from capcore.atomic import write_text
 from capcore.checkpoint import save_checkpoint
 from capcore.config import config_arguments
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
+from capcore.optim import adam
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
 from captioners.card import CaptionerCard
 from captioners.data import (
@@ -138,8 +139,8 @@ class CaptionerLoop:
         self.refs, self.vocab, self.max_length, self.card, self.device = refs, vocab, max_length, card, device
         t = cfg.train
         self.where, self.rank0, self.world = CaptionerDir(Path(cfg.out_dir)), distributed.is_main(), distributed.world_size()
-        self.opt = torch.optim.Adam(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps,
-                                    weight_decay=t.weight_decay)
+        self.opt = adam(model.parameters(), fused=False, lr=t.lr, betas=tuple(t.betas), eps=t.eps,
+                        weight_decay=t.weight_decay)  # torch's default kernel: the captioners' numbers stay
         if recipe.optimizer_start is not None:  # its moments; the lr, warm-up and decay stay this run's
             self.opt.load_state_dict(recipe.optimizer_start)
         self.per_epoch = steps_per_epoch(len(train_set), t.batch_size)

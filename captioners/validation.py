@@ -1,5 +1,5 @@
 """Captions for a whole split and their corpus CIDEr-D: what every trainer validates with and what
-``captioners.decode`` and ``eval.grounding`` decode with.
+``captioners.predict`` and ``eval.grounding`` decode with.
 
 The score is pycocoevalcap's own CIDEr-D (not rl/cider.py's vectorised reward), so a val number in
 ``history.json`` is the number the evaluation stage would print for the same captions.
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from capdata.readers.karpathy import read_karpathy
+from capdata.formats import read_annotation
 from captioners.data import CaptionDataset, eval_batches, loader
 from captioners.decoding import decode
 from captioners.model import Captioner
@@ -24,7 +24,7 @@ def validation_refs(json_path: str, labels: Labels, dataset: CaptionDataset, voc
     UNK-mapped labels) when the json is there; the labels otherwise."""
     ids = set(int(i) for i in dataset.image_ids)
     if json_path and Path(json_path).is_file():
-        rec = read_karpathy(json_path)
+        rec = read_annotation("karpathy", json_path)
         return {int(i): [" ".join(t) for t in caps] for i, caps in zip(rec.image_ids, rec.captions) if int(i) in ids}
     return {int(labels.image_ids[j]): [decode_sequence(vocab, s) for s in labels.captions_of(j)]
             for j in dataset.label_ix}

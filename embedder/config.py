@@ -15,9 +15,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from capcore.config import PRECISIONS, ConfigChecks, RunConfig
-from capcore.config import load_config as load_schema
+from capcore.config import load_schema
 from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
+from capdata.formats import TRACKS, formats_of
+from embedder.losses.registry import LOSSES
 
 
 @dataclass
@@ -35,7 +37,7 @@ class SynthConfig:
 @dataclass
 class DataConfig:
     track: str = "pose"  # pose | layout | caption
-    format: str = "pose_json"  # pose_json | mpii (.mat) | mpii_json (annot/ of HRNet) | lsun | karpathy
+    format: str = "pose_json"  # a capdata.formats row: pose_json | mpii (.mat) | mpii_json (annot/ of HRNet) | lsun | karpathy
     root: str = "data/poses"  # dataset folder
     annotation: str = ""  # annotation file, or folder for mpii_json (relative to root); empty: the format's default
     image_root: str = ""  # images folder when it is not next to the annotation (MPII)
@@ -111,7 +113,7 @@ def expand_rows(raw, where: str):
 class MethodConfig:
     """One loss + mining combination (a row of the paper's retrieval tables)."""
     name: str = "L(Log-ratio)+M(Dense)"
-    loss: str = "log_ratio"  # log_ratio | triplet | margin | rank_n_contrast
+    loss: str = "log_ratio"  # a registered loss (embedder.losses.registry): log_ratio | triplet | margin | rank_n_contrast
     mining: str = "dense"  # dense | binary
     margin: float = 0.03  # triplet: 0.03 dense, 0.2 binary; margin loss: alpha
     embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
@@ -121,6 +123,8 @@ class MethodConfig:
     temperature: float = 2.0  # rank_n_contrast: tau of exp(-||f_a - f_b|| / tau) (the authors' default 2)
     epochs: Optional[float] = None  # overrides train.epochs (controls: the same row at more steps)
     anchors_per_batch: Optional[int] = None  # overrides train.anchors_per_batch (controls: the paper's 1)
+    loss_args: dict[str, float] = added_later(default_factory=dict)  # settings of the loss's own, which its registry
+    # entry lists with their defaults (none of the four losses above has any: theirs are the fields above)
 
 
 @dataclass
@@ -178,6 +182,7 @@ class PretrainConfig:
     data: Optional[DataConfig] = None  # a pretraining set of its own (ImageNet's part: larger than the caption
     # set, disjoint from it); null: the track's own training images. Its input size is the track's data.input_size
     ckpt_every: int = bookkeeping(50)
+    stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
 
 
 @dataclass
@@ -206,15 +211,12 @@ class Stage1Config(RunConfig):
 
 # The choices of every named setting, checked when a config loads (and used by the code that acts on them),
 # so that a typo stops the run before a graph is built or a step is trained.
-TRACKS = ("pose", "layout", "caption")
-FORMATS = {"pose": ("pose_json", "mpii", "mpii_json"), "layout": ("lsun",), "caption": ("karpathy",)}
 LAYOUT_LABELS = ("auto", "surfaces", "regions")
 SPACES = ("wmd", "tfidf")
 ARCHS = ("resnet10", "resnet18", "resnet34", "resnet50", "resnet101")
 """resnet10 (one basic block per stage, half ResNet-18's step; embedder.model.resnet10) is the CPU demo's
 trunk; it has no ImageNet weights. The others are torchvision's."""
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
-LOSSES = ("log_ratio", "triplet", "margin", "rank_n_contrast")
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
@@ -232,8 +234,8 @@ def check(cfg, c: ConfigChecks) -> None:
         if data is None:
             continue
         choice(f"{prefix}.track", data.track, TRACKS)
-        if data.track in FORMATS:
-            choice(f"{prefix}.format", data.format, FORMATS[data.track])
+        if data.track in TRACKS:
+            choice(f"{prefix}.format", data.format, formats_of(data.track))
         choice(f"{prefix}.layout_labels", data.layout_labels, LAYOUT_LABELS)
         if data.synthetic is not None and data.synthetic.n_val is not None:
             c.need(data.track == "caption", f"{prefix}.synthetic.n_val", "only the caption generator has a val split "
@@ -266,7 +268,11 @@ def check(cfg, c: ConfigChecks) -> None:
     positive("eval.k", cfg.eval.k)
     positive("graph.m", cfg.graph.m)
     for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
-        choice(f"{where}.loss", method.loss, LOSSES)
+        choice(f"{where}.loss", method.loss, tuple(LOSSES))
+        own = LOSSES[method.loss].args if method.loss in LOSSES else {}
+        for key in method.loss_args:
+            c.need(key in own, f"{where}.loss_args.{key}", f"is not a setting of the {method.loss} loss",
+                   f"use one of {', '.join(own)}" if own else "remove it: that loss has no settings of its own")
         choice(f"{where}.mining", method.mining, MININGS)
         choice(f"{where}.distance", method.distance, DISTANCES)
         for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
@@ -274,6 +280,23 @@ def check(cfg, c: ConfigChecks) -> None:
         positive(f"{where}.temperature", method.temperature)
     for d in cfg.dims:
         positive("dims", d)
+
+
+@dataclass(frozen=True)
+class RowSettings:
+    """A row's settings after its overrides: ``methods[i].lr/epochs/anchors_per_batch/embed_dim`` where the row
+    sets them, else ``train.*`` and ``model.embed_dim``. Resolved once (``row_settings``), read everywhere."""
+    lr: float  # before train.layer_lr scales it per stage
+    epochs: float
+    anchors_per_batch: int
+    embed_dim: int
+
+
+def row_settings(cfg, method) -> RowSettings:
+    pick = lambda own, default: own if own is not None else default  # noqa: E731
+    return RowSettings(lr=pick(method.lr, cfg.train.lr), epochs=method.epochs or cfg.train.epochs,
+                       anchors_per_batch=method.anchors_per_batch or cfg.train.anchors_per_batch,
+                       embed_dim=method.embed_dim or cfg.model.embed_dim)
 
 
 def slug(name: str) -> str:
@@ -303,7 +326,7 @@ def apply_row_overrides(cfg, overrides: list[str], where: str) -> None:
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (), schema: type = Stage1Config) -> Any:
-    """A stage-one config (``capcore.config.load_config`` onto ``Stage1Config`` unless told otherwise),
+    """A stage-one config (``capcore.config.load_schema`` onto ``Stage1Config`` unless told otherwise),
     every named setting checked against its choices (``check``): the first problem is one error line.
     ``methods.ROW.KEY=VALUE`` overrides one row (``apply_row_overrides``); ``methods=[{row: NAME, ...}]``
     on the command line expands its rows as a file's do."""

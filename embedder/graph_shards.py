@@ -29,7 +29,7 @@ import numpy as np
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import StudyDir
 from embedder.config import load_config
-from embedder.data import read_records
+from capdata.formats import read_records
 from embedder.labels.graph import read_graph, write_graph
 from embedder.spaces import build_graph, make_spaces
 from embedder.track import split_indices

@@ -14,6 +14,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from capcore.optim import adam
+
 
 @torch.no_grad()
 def pooled_features(rest: torch.nn.Module, network_input: Callable[[np.ndarray], torch.Tensor], n: int,
@@ -30,7 +32,7 @@ def warm_up_head(model, criterion, batches, feats: torch.Tensor, steps: int, lr:
     """Train ``model.head`` alone for ``steps`` steps of ``batches`` (a ``StepBatches`` whose items carry
     ``items`` indices through the sampler) on the pooled trunk features ``feats``; return the losses.
     The trunk is left exactly as it was."""
-    opt = torch.optim.Adam(model.head.parameters(), lr=lr)
+    opt = adam(model.head.parameters(), fused=False, lr=lr)  # torch's default kernel, as it always was
     losses = []
     for n in range(steps):
         items, anchors, label_dist, positive = batches.items_of(n)

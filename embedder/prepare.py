@@ -14,7 +14,7 @@ import argparse
 from capcore.errors import CapawareError, run_cli
 from capdata.check_data import check_records
 from embedder.config import load_config
-from embedder.data import read_records
+from capdata.formats import read_records
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -32,21 +32,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from capcore import distributed
 from capcore.atomic import write_text
 from capcore.checkpoint import load_checkpoint, save_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
 from capcore.finite import check_finite, check_finite_weights
 from capcore.fingerprint import run_fingerprint
-from capcore.harness import LoopCheckpoint
+from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import TrainDir
 from embedder.config import load_config
-from embedder.data import ImageBank, normalise, read_records, split_records
+from capdata.formats import read_records, train_splits
+from embedder.data import ImageBank, normalise, split_records
 from embedder.model import Embedder, build_model
+from embedder.schedule import pretrain_lr
 
 
 def image_tags(records) -> list[list[str]]:
@@ -194,16 +196,34 @@ class Views:
         return normalise(out, device), torch.from_numpy(y).to(device)
 
 
-def lr_factor(decay: str, step: int, total: int) -> float:
-    """The fraction of ``pretrain.lr`` at ``step``: 1 (none) or a half cosine from 1 to 0 (cosine).
-    A function of the step alone, so a resumed run continues the same schedule."""
-    return 1.0 if decay == "none" else 0.5 * (1.0 + math.cos(math.pi * step / total))
+def pretrain_step(cfg, model, opt, views: Views, step: int, per_epoch: int, lr: float, device, dtype) -> torch.Tensor:
+    """One optimiser step, ``step`` counted from 0: its batch (a function of the step: the seeded epoch
+    order, crops and flips), the loss at ``lr``, the update; returns the loss."""
+    p = cfg.pretrain
+    epoch, s = divmod(step, per_epoch)
+    order = np.random.default_rng([cfg.seed, epoch]).permutation(len(views))
+    index = order[s * p.batch_size:(s + 1) * p.batch_size]
+    rng = np.random.default_rng([cfg.seed, epoch, s, 1])
+    images, y = views.batch(index, rng, device)
+    if p.augment:
+        images = dihedral(images, rng)
+    for group in opt.param_groups:
+        group["lr"] = lr
+    with autocast(device, dtype):
+        logits = model(images)
+    loss = (torch.nn.functional.cross_entropy(logits.float(), y.argmax(1)) if p.targets != "attributes"
+            else torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss
 
 
 def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     """Train trunk + a linear classifier on ``views`` (softmax cross-entropy on one kind per crop for
     identity targets, BCE on the multi-hot tags for attributes); return the checkpoint path. A finished
-    checkpoint is reused only when it was trained with these settings."""
+    checkpoint is reused only when it was trained with these settings; a killed run resumes from last.pt
+    (``pretrain.stop_after_steps`` kills one on purpose, capcore.harness)."""
     out_dir = Path(out_dir)
     final, fingerprint = TrainDir(out_dir).model, run_fingerprint(cfg.pretrain, {"arch": cfg.model.arch}, cfg.run_dir)
     if final.is_file():
@@ -221,39 +241,29 @@ def pretrain(cfg, out_dir: Path, views: Views, progress: bool = True) -> Path:
     opt = adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
     per_epoch = math.ceil(len(views) / p.batch_size)
     total = max(1, math.ceil(p.epochs * per_epoch))
+    schedule = pretrain_lr(p, total)
     last = LoopCheckpoint(TrainDir(out_dir).last, fingerprint, {"model": model, "optimizer": opt},
                           other="other pretrain settings")
     state = last.load(device)  # a killed run goes on; a checkpoint of other settings is refused in one line
-    step = int(state["step"]) if state else 0
-    writer = SummaryWriter(str(out_dir / "tb"), purge_step=step + 1)  # scalars at ``step`` came before its checkpoint
+    start = int(state["step"]) if state else 0
+    # scalars up to ``start`` were logged before its checkpoint: a resume hides only later ones
+    writer = distributed.summary_writer(str(out_dir / "tb"), purge_step=start + 1)
     model.train()
-    for step in tqdm(range(step, total), initial=step, total=total, desc="class pretraining",
-                     disable=not progress, leave=False):
-        epoch, s = divmod(step, per_epoch)
-        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(views))
-        index = order[s * p.batch_size:(s + 1) * p.batch_size]
-        rng = np.random.default_rng([cfg.seed, epoch, s, 1])
-        images, y = views.batch(index, rng, device)
-        if p.augment:
-            images = dihedral(images, rng)
-        for group in opt.param_groups:
-            group["lr"] = p.lr * lr_factor(p.lr_decay, step, total)
-        with autocast(device, dtype):
-            logits = model(images)
-        loss = (torch.nn.functional.cross_entropy(logits.float(), y.argmax(1)) if p.targets != "attributes"
-                else torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if (step + 1) % 10 == 0 or (step + 1) % p.ckpt_every == 0 or step + 1 == total:
-            check_finite(loss, out_dir, step + 1, f"pretraining diverged at lr {p.lr} ({precision}); delete "
+    for step in tqdm(range(start + 1, total + 1), initial=start, total=total, desc="class pretraining",
+                     disable=not progress, leave=False):  # ``step``: the steps taken once this one is
+        loss = pretrain_step(cfg, model, opt, views, step - 1, per_epoch, p.lr * schedule(step - 1), device, dtype)
+        if step % 10 == 0 or step % p.ckpt_every == 0 or step == total:
+            check_finite(loss, out_dir, step, f"pretraining diverged at lr {p.lr} ({precision}); delete "
                          f"{out_dir} and lower pretrain.lr, or set pretrain.precision=float32")
-            writer.add_scalar(f"pretrain/{'bce' if p.targets == 'attributes' else 'cross_entropy'}", loss.item(), step + 1)
-        if (step + 1) % p.ckpt_every == 0 or step + 1 == total:
+            writer.add_scalar(f"pretrain/{'bce' if p.targets == 'attributes' else 'cross_entropy'}", loss.item(), step)
+        if step % p.ckpt_every == 0 or step == total:
             check_finite_weights(model, out_dir, f"delete {out_dir} and set pretrain.precision=float32 (or lower "
                                  f"pretrain.lr, now {p.lr})")
-        if (step + 1) % p.ckpt_every == 0:
-            last.save({"step": step + 1}, device)
+        if step % p.ckpt_every == 0:
+            last.save({"step": step}, device)
+        if asked_to_stop(step, p.stop_after_steps, total):
+            writer.close()  # the steps since the last checkpoint are lost, as in a kill, and replayed
+            raise StopRequested(step)
     writer.close()
     save_checkpoint({"model": model.state_dict(), "arch": cfg.model.arch, "embed_dim": len(views.names),
                      "kind": "class-pretrained", "targets": p.targets, "step": total, "normalised": False,
@@ -305,8 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
     records = read_records(cfg.data)
-    train = split_records(read_records(cfg.pretrain.data) if cfg.pretrain.data is not None else records,
-                          ("train", "restval"))
+    data = cfg.pretrain.data if cfg.pretrain.data is not None else cfg.data
+    train = split_records(read_records(data) if cfg.pretrain.data is not None else records, train_splits(data))
     names = target_names(train, cfg.pretrain.targets)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
     out = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets))

@@ -24,7 +24,8 @@ from capcore.device import pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.run_layout import MANIFEST, RunDir, StudyDir, StudyManifest, write_manifest
 from embedder.config import load_config, slug
-from embedder.data import ImageBank, read_records, split_records
+from capdata.formats import read_records, train_splits
+from embedder.data import ImageBank, split_records
 from embedder.model import build_model
 from embedder.pretrain import (
     Views,
@@ -118,7 +119,7 @@ def baseline_name(cfg) -> str:
 
 def pretraining_bank(cfg) -> ImageBank:
     """The training images of ``pretrain.data`` (train + restval), at the track's input size."""
-    records = split_records(read_records(cfg.pretrain.data), ("train", "restval"))
+    records = split_records(read_records(cfg.pretrain.data), train_splits(cfg.pretrain.data))
     return ImageBank.build(records, cfg.data.input_size, cfg.data.in_memory, desc="pretraining images")
 
 

@@ -14,7 +14,8 @@ import numpy as np
 from capcore.errors import CapawareError
 from capcore.run_layout import StudyDir
 from capdata.records import select
-from embedder.data import ImageBank, read_records
+from capdata.formats import read_records, train_splits
+from embedder.data import ImageBank
 from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
 from embedder.spaces import build_graph, make_spaces
 
@@ -43,12 +44,9 @@ def load_or_build_graph(path: Path, space, cfg, m: int) -> NeighbourGraph:
     return read_graph(path)
 
 
-TRAIN_SPLITS = {"caption": ("train", "restval")}  # Karpathy: restval joins training, as is standard
-
-
 def split_indices(cfg, records) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``records`` that train, and rows that evaluate (queries and database)."""
-    train_idx = np.flatnonzero(np.isin(records.splits, TRAIN_SPLITS.get(cfg.data.track, ("train",))))
+    train_idx = np.flatnonzero(np.isin(records.splits, train_splits(cfg.data)))
     if len(train_idx) == 0:
         raise CapawareError(cfg.data.root, "no training images in the dataset", "check the split fields")
     eval_idx = np.flatnonzero(np.isin(records.splits, [cfg.eval.query_split, cfg.eval.db_split]))

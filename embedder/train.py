@@ -34,53 +34,17 @@ from capcore.fingerprint import run_fingerprint
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
-from embedder.config import BATCHNORMS, LOSSES, MININGS, load_config, slug
+from embedder.config import RowSettings, load_config, row_settings, slug
 from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
-from embedder.losses.log_ratio import log_ratio_loss
-from embedder.losses.margin import MarginLoss
-from embedder.losses.rank_n_contrast import rank_n_contrast_loss
-from embedder.losses.triplet import triplet_loss
-from embedder.mining import binary_triplet_mask, dense_triplet_mask
+from embedder.losses.base import MethodLoss
 from embedder.model import build_model
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
+from embedder.schedule import stage_one_lr
 from embedder.track import prepare_track
 from embedder.trunk_cache import computed_once
-
-
-class MethodLoss(torch.nn.Module):
-    """Dispatch a method (loss, mining, margin, temperature) onto the pure loss functions."""
-
-    def __init__(self, method, positives: int, eps: float, seed: int):
-        super().__init__()
-        if method.distance not in ("squared", "euclidean"):
-            raise CapawareError("method.distance", f"unknown log-ratio distance {method.distance!r}",
-                                "use squared (the paper) or euclidean (the authors' code)")
-        if method.loss not in LOSSES or method.mining not in MININGS:
-            raise CapawareError("method", f"unknown loss/mining {method.loss!r}/{method.mining!r}",
-                                f"loss in {LOSSES}, mining in {MININGS}")
-        self.method, self.positives, self.eps = method, positives, eps
-        self.margin_loss = MarginLoss(margin=method.margin) if method.loss == "margin" else None
-        self.generator = torch.Generator().manual_seed(seed)
-
-    @property
-    def normalised(self) -> bool:
-        """Triplet and margin losses train L2-normalised embeddings, so retrieval uses them too; the
-        log-ratio and Rank-N-Contrast losses train the raw ones."""
-        return self.method.loss not in ("log_ratio", "rank_n_contrast")
-
-    def forward(self, emb, anchors, label_dist, positive):
-        m = self.method
-        if m.loss == "log_ratio":
-            return log_ratio_loss(emb, anchors, label_dist, eps=self.eps, squared=m.distance == "squared")
-        if m.loss == "rank_n_contrast":
-            return rank_n_contrast_loss(emb, anchors, label_dist, temperature=m.temperature)
-        if m.loss == "margin":
-            return self.margin_loss(emb, anchors, positive, generator=self.generator)
-        mask = dense_triplet_mask(anchors, label_dist) if m.mining == "dense" else binary_triplet_mask(anchors, positive)
-        return triplet_loss(emb, anchors, mask, margin=m.margin)
 
 
 def positive_mask(graph_idx: np.ndarray, items: np.ndarray, anchors: np.ndarray, positives: int) -> torch.Tensor:
@@ -186,23 +150,9 @@ def compute_frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int
     return torch.cat(out).contiguous(memory_format=memory_format())
 
 
-def lr_factor(t, per_epoch: int, total: int):
-    """Exponential lr decay as a function of the step: ``lr_decay`` per epoch (the paper's schedule), or
-    down to ``lr_end_fraction`` at step ``total`` (a demo trains a fraction of the paper's 15 epochs; kept
-    at 0.9 per epoch its lr would barely decay, and its last steps would be as noisy as its first)."""
-    if t.lr_end_fraction is None:
-        return lambda s: t.lr_decay ** (s / per_epoch)
-    if not 0 < t.lr_end_fraction <= 1:
-        raise CapawareError("train.lr_end_fraction", f"must be in (0, 1], got {t.lr_end_fraction}",
-                            "e.g. 0.2 (0.9 ** 15: where the paper's 15 epochs at 0.9 per epoch end), or null")
-    return lambda s: t.lr_end_fraction ** (s / total)
-
-
 def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device, world: int) -> torch.nn.Module:
-    """``train.batchnorm``: batch (per-process statistics) | sync (SyncBatchNorm: one set of batch
-    statistics over all processes; CUDA only, a no-op in one process) | frozen (set by ``freeze_bn``)."""
-    if mode not in BATCHNORMS:
-        raise CapawareError("train.batchnorm", f"unknown mode {mode!r}", f"use one of {', '.join(BATCHNORMS)}")
+    """``train.batchnorm`` (checked by the config): batch (per-process statistics) | sync (SyncBatchNorm: one
+    set of batch statistics over all processes; CUDA only, a no-op in one process) | frozen (``freeze_bn``)."""
     if mode == "sync" and world > 1:
         if device.type != "cuda":
             raise CapawareError("train.batchnorm", "sync needs CUDA (torch's SyncBatchNorm has no CPU kernel)",
@@ -218,17 +168,11 @@ def freeze_bn(model: torch.nn.Module) -> None:
             m.eval()
 
 
-def row_lr(cfg, method) -> float:
-    """The row's own learning rate (``methods[i].lr``, else ``train.lr``), before ``train.layer_lr`` scales it."""
-    return method.lr if method.lr is not None else cfg.train.lr
-
-
 def make_optimizer(t, params: list, lr: float) -> torch.optim.Optimizer:
+    """``train.optimizer`` (checked by the config): sgd with momentum, or adam."""
     if t.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=t.momentum, weight_decay=t.weight_decay)
-    if t.optimizer == "adam":
-        return adam(params, lr=lr, weight_decay=t.weight_decay)
-    raise CapawareError("train.optimizer", f"unknown optimizer {t.optimizer!r}", "use sgd or adam")
+    return adam(params, lr=lr, weight_decay=t.weight_decay)
 
 
 @dataclass
@@ -249,7 +193,7 @@ class StageOneRun:
     rank: int
 
     @classmethod
-    def build(cls, cfg, method, dim: int, nn_idx: np.ndarray, progress: bool) -> "StageOneRun":
+    def build(cls, cfg, method, row: RowSettings, nn_idx: np.ndarray, progress: bool) -> "StageOneRun":
         t = cfg.train
         device = pick_device(cfg.device)
         dtype, precision = precision_choice(t.precision, device)
@@ -260,18 +204,18 @@ class StageOneRun:
         if rank == 0 and progress:
             print(f"{method.name}: {precision}", flush=True)
         torch.manual_seed(cfg.seed)
-        model = build_model(cfg.model.arch, dim, cfg.model.init, cfg.model.weights).to(device)
+        model = build_model(cfg.model.arch, row.embed_dim, cfg.model.init, cfg.model.weights).to(device)
         model = prepare_batchnorm(model.to(memory_format=memory_format()), t.batchnorm, device, world)
-        criterion = MethodLoss(method, t.positives, t.log_ratio_eps, cfg.seed).to(device)
+        criterion = MethodLoss(method, t, cfg.seed).to(device)
         prefix, rest = model.split_trunk(t.freeze)
         prefix.requires_grad_(False)
-        groups = param_groups(model, criterion, row_lr(cfg, method), t.layer_lr)
+        groups = param_groups(model, criterion, row.lr, t.layer_lr)
         params = [p for g in groups for p in g["params"]]
-        opt = make_optimizer(t, groups, row_lr(cfg, method))  # every group carries its own lr
-        sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, method.anchors_per_batch or t.anchors_per_batch, cfg.seed)
+        opt = make_optimizer(t, groups, row.lr)  # every group carries its own lr
+        sampler = AnchorBatchSampler(nn_idx, t.batch_size, t.k, row.anchors_per_batch, cfg.seed)
         per_epoch = sampler.steps_per_epoch()
-        total = max(1, math.ceil((method.epochs or t.epochs) * per_epoch))
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(t, per_epoch, total))
+        total = max(1, math.ceil(row.epochs * per_epoch))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, stage_one_lr(t, per_epoch, total))
         return cls(model, criterion, prefix, rest, params, opt, sched, sampler, total, device, dtype, world, rank)
 
     def checkpoint(self, fingerprint: str, path: Path) -> LoopCheckpoint:
@@ -309,40 +253,72 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
 
     ``on_step(step, model)``, when given, is called after every optimiser step (the benchmarks' learning
     curves); it must leave the model's mode and weights as it found them."""
-    where, t, fingerprint = TrainDir(Path(out_dir)), cfg.train, method_fingerprint(cfg, method)
+    where, fingerprint = TrainDir(Path(out_dir)), method_fingerprint(cfg, method)
     if where.model.is_file():
         if load_checkpoint(where.model).get("fingerprint") != fingerprint:
             raise CapawareError(where.model, "a finished run of another config or method is in the way",
                                 f"delete {out_dir} to retrain, or choose another out_dir")
         return where.model
-    dim = method.embed_dim or cfg.model.embed_dim
-    run = StageOneRun.build(cfg, method, dim, nn_idx, progress)
-    last, rank0 = run.checkpoint(fingerprint, where.last), run.rank == 0
+    row = row_settings(cfg, method)
+    run = StageOneRun.build(cfg, method, row, nn_idx, progress)
+    last = run.checkpoint(fingerprint, where.last)
     inputs, to_input = run.network_inputs(bank)
-    warmup = []
-    if t.head_warmup_steps > 0 and not last.path.is_file():  # a resumed run has its warmed head already
-        warm = StepBatches(run.sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
-        feats = computed_once("pooled_features", run.model.trunk, bank, (str(run.device),),
-                              lambda: pooled_features(run.rest, lambda index: to_input(inputs(index)), len(bank)))
-        warmup = warm_up_head(run.model, run.criterion, warm, feats, t.head_warmup_steps, t.head_warmup_lr, run.device)
+    fresh = not last.path.is_file()  # a resumed run has its warmed head already
+    warmup = warm_head(run, cfg.train, bank, space, nn_idx, inputs, to_input) if fresh else []
     state = last.load(run.device)
     step = int(state["step"]) if state else 0
-    fields = {"arch": cfg.model.arch, "embed_dim": dim, "normalised": run.criterion.normalised, "method": method.name}
+    fields = {"arch": cfg.model.arch, "embed_dim": row.embed_dim, "normalised": run.criterion.normalised,
+              "method": method.name}
 
-    def checkpoint(path: Path, done: bool) -> None:
-        if rank0:
-            last.save({**fields, "step": step, "done": done}, run.device, path)
+    def checkpoint(path: Path, at: int, done: bool) -> None:
+        if run.rank == 0:
+            last.save({**fields, "step": at, "done": done}, run.device, path)
 
     # scalars up to ``step`` were logged before its checkpoint: a resume hides only later ones
     writer = distributed.summary_writer(str(where.root / "tb"), purge_step=step + 1)
     for n, value in enumerate(warmup, 1):
         writer.add_scalar("train/head_warmup_loss", value, n)
+    steps = StepBatches(run.sampler, bank, space, nn_idx, cfg.train.positives, step, run.total, run.rank, run.world,
+                        inputs)
+    out = RowOutputs(writer, lambda at, done: checkpoint(last.path, at, done), Path(out_dir), method.name,
+                     f"delete {out_dir} and lower {method.name}'s lr (now {row.lr})", progress and run.rank == 0)
+    take_steps(run, cfg, steps, to_input, out, on_step)
+    checkpoint(where.model, run.total, done=True)
+    if run.rank == 0:
+        last.path.unlink(missing_ok=True)
+    distributed.barrier()  # the others return once model.pt exists
+    return where.model
+
+
+def warm_head(run: StageOneRun, t, bank, space, nn_idx: np.ndarray, inputs, to_input) -> list[float]:
+    """``train.head_warmup_steps`` of LP-FT on the frozen trunk's pooled features (embedder/head_warmup.py)."""
+    if t.head_warmup_steps <= 0:
+        return []
+    warm = StepBatches(run.sampler, bank, space, nn_idx, t.positives, 0, t.head_warmup_steps)
+    feats = computed_once("pooled_features", run.model.trunk, bank, (str(run.device),),
+                          lambda: pooled_features(run.rest, lambda index: to_input(inputs(index)), len(bank)))
+    return warm_up_head(run.model, run.criterion, warm, feats, t.head_warmup_steps, t.head_warmup_lr, run.device)
+
+
+@dataclass
+class RowOutputs:
+    """Where the loop of one row reports: TensorBoard, its resumable checkpoint, the bar, a divergence's fix."""
+    writer: object
+    save_last: object  # (step, done) -> None: last.pt (rank 0)
+    out_dir: Path
+    name: str
+    fix: str  # what to do when the loss is no longer finite
+    progress: bool
+
+
+def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutputs, on_step=None) -> None:
+    """The loop, from ``steps.start`` to ``run.total``: a step, its logs and checkpoints, a requested stop."""
+    t, step, writer = cfg.train, steps.start, out.writer
     run.model.train()
     if t.batchnorm == "frozen":
         freeze_bn(run.model)
     net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
-    bar = tqdm(total=run.total, initial=step, desc=method.name, disable=not (progress and rank0), leave=False)
-    steps = StepBatches(run.sampler, bank, space, nn_idx, t.positives, step, run.total, run.rank, run.world, inputs)
+    bar = tqdm(total=run.total, initial=step, desc=out.name, disable=not out.progress, leave=False)
     for images, anchors, label_dist, positive in step_loader(steps, cfg.data.num_workers):
         x = jitter(to_input(images), t.jitter, cfg.seed, step)  # step: the one being taken, counted from 0
         loss = one_step(run, net, x, anchors, label_dist, positive)
@@ -351,23 +327,18 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
         if on_step is not None:
             on_step(step, run.model)
         if step % t.log_every == 0 or step % t.ckpt_every == 0 or step == run.total:
-            check_finite(loss, out_dir, step, f"delete {out_dir} and lower {method.name}'s lr (now {row_lr(cfg, method)})")
+            check_finite(loss, out.out_dir, step, out.fix)
         if step % t.log_every == 0 or step == run.total:
             log_step(writer, run, loss, step)
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if step % t.ckpt_every == 0 or step == run.total:
-            checkpoint(last.path, done=step == run.total)
+            out.save_last(step, step == run.total)
         if asked_to_stop(step, t.stop_after_steps, run.total):
             writer.close()  # the steps since the last checkpoint are lost, as in a kill, and replayed
             distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
             raise StopRequested(step)
     bar.close()
     writer.close()
-    checkpoint(where.model, done=True)
-    if rank0:
-        last.path.unlink(missing_ok=True)
-    distributed.barrier()  # the others return once model.pt exists
-    return where.model
 
 
 def one_step(run: StageOneRun, net: torch.nn.Module, x: torch.Tensor, anchors, label_dist, positive) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Where the captioner looked, per word (the paper's Fig. 16):
 ``python -m eval.attention_maps --attention att.h5 --refs dataset_coco.json --out DIR [--image-ids ID ...]``.
 
-Reads the attention file written by ``captioners.decode --attention`` (image_id, seq, alpha [N, T, H*W],
+Reads the attention file written by ``captioners.predict --attention`` (image_id, seq, alpha [N, T, H*W],
 caption; attrs grid_h, grid_w) and the Karpathy json for the image files. Writes one PNG per image,
 ``DIR/attention_<image_id>.png``: the image with its caption, then one panel per word with that word's
 attention (reshaped to the H x W grid, upsampled bilinearly to the image) over the image. Each panel
@@ -29,11 +29,11 @@ def read_attention(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise CapawareError(path, "attention file not found",
-                            "write it with python -m captioners.decode ... --attention FILE.h5")
+                            "write it with python -m captioners.predict ... --attention FILE.h5")
     with h5py.File(path, "r") as f:
         missing = [k for k in ("image_id", "alpha", "caption") if k not in f]
         if missing:
-            raise CapawareError(path, f"no dataset(s) {missing}", "rewrite it with captioners.decode --attention")
+            raise CapawareError(path, f"no dataset(s) {missing}", "rewrite it with captioners.predict --attention")
         return {"image_id": f["image_id"][:].astype(np.int64), "alpha": f["alpha"][:].astype(np.float32),
                 "caption": [c.decode() if isinstance(c, bytes) else str(c) for c in f["caption"][:]],
                 "grid": (int(f.attrs["grid_h"]), int(f.attrs["grid_w"]))}
@@ -99,7 +99,7 @@ def plot_attention(image: Image.Image, words: list[str], alpha: np.ndarray, grid
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attention", required=True, help="the .h5 written by captioners.decode --attention")
+    parser.add_argument("--attention", required=True, help="the .h5 written by captioners.predict --attention")
     parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json (to find the image files)")
     parser.add_argument("--image-root", default=None, help="image folder when it is not next to the json")
     parser.add_argument("--out", required=True, help="folder for the PNGs")

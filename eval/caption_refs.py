@@ -1,5 +1,5 @@
 """Reading caption files: generated captions (``preds``) and reference captions (Karpathy json or a COCO
-captions json). ``eval.captions`` scores them; ``eval.captions_discriminative`` measures novelty
+captions json). ``eval.score_captions`` scores them; ``eval.captions_discriminative`` measures novelty
 against the training references.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ def load_preds(path: str | Path) -> dict[int, str]:
     data = _read_json(path, "predictions file")
     if not isinstance(data, list) or not data:
         raise CapawareError(path, "expected a non-empty list of {\"image_id\", \"caption\"}",
-                            "write COCO results format (python -m captioners.decode does)")
+                            "write COCO results format (python -m captioners.predict does)")
     preds: dict[int, str] = {}
     for k, row in enumerate(data):
         if not isinstance(row, dict) or not isinstance(row.get("caption"), str) or "image_id" not in row:

@@ -1,4 +1,4 @@
-"""The ``discriminativeness`` section of ``eval.captions``' metrics JSON (Liu et al. 2018, Table 4): the
+"""The ``discriminativeness`` section of ``eval.score_captions``' metrics JSON (Liu et al. 2018, Table 4): the
 measures of ``captioners.discriminative`` on a predictions file, novelty against a Karpathy json's
 training references.
 """
@@ -12,7 +12,7 @@ from eval.caption_refs import load_refs
 
 
 def metrics_section(preds: dict[int, str], refs_path: str | Path) -> dict:
-    """The ``discriminativeness`` entry of eval.captions' metrics JSON; novelty is measured against the
+    """The ``discriminativeness`` entry of eval.score_captions' metrics JSON; novelty is measured against the
     training references (train + restval) of a Karpathy json, and is None for any other references file."""
     train, note = None, None
     try:

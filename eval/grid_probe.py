@@ -28,7 +28,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capdata.readers.karpathy import read_karpathy
+from capdata.formats import read_annotation
 from embedder.pretrain import group_accuracy, multi_hot
 from eval.probe import GROUPS, check_paired, image_tags, parse_features, scale_by_train, signed, targets
 from eval.reporting.seed_stats import stat, text
@@ -137,7 +137,7 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
 
 def run(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
     check_paired(features, paired)
-    records = read_karpathy(karpathy)
+    records = read_annotation("karpathy", karpathy)
     img_tags = image_tags(records)  # refuses a caption set without scene objects
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}

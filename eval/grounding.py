@@ -20,7 +20,7 @@ default to the checkpoint's own, so it works on COCO runs too. Written (default
      "most_common_real": [caption, count], "command"}
 
 CIDEr-D is pycocoevalcap's scorer on the references' tokens (document frequencies from the split's
-references), as the captioners' validation computes it; eval.captions (PTB tokeniser) remains the
+references), as the captioners' validation computes it; eval.score_captions (PTB tokeniser) remains the
 metric of record. No captioning toolkit we know of reports this check.
 """
 from __future__ import annotations

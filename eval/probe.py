@@ -28,7 +28,7 @@ import torch
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capdata.readers.karpathy import read_karpathy
+from capdata.formats import read_annotation
 from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
 from eval.reporting.seed_stats import mean_sd, stat, text
 from feature_extract.h5io import open_features
@@ -139,7 +139,7 @@ def check_paired(features: list[tuple[str, str]], paired) -> None:
 
 def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
     check_paired(features, paired)
-    records = read_karpathy(karpathy)
+    records = read_annotation("karpathy", karpathy)
     tags = image_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}

@@ -1,4 +1,4 @@
-"""Typed config of a feature dump (OmegaConf structured config, loaded by capcore.config.load_config).
+"""Typed config of a feature dump (OmegaConf structured config, loaded by capcore.config.load_schema).
 
 Every key that changes the numbers in the file (backbone, checkpoint, input policy, grid, dtypes,
 image list) is also written as an attribute of the file, so that a resumed dump can prove it is
@@ -12,7 +12,7 @@ from typing import Optional
 
 from omegaconf import OmegaConf
 
-from capcore.config import ConfigChecks, load_config
+from capcore.config import ConfigChecks, load_schema
 
 
 @dataclass
@@ -67,7 +67,7 @@ CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float
 
 def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> FeaturesConfig:
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
-    cfg = load_config(path, overrides, schema=FeaturesConfig)
+    cfg = load_schema(path, overrides, schema=FeaturesConfig)
     c = ConfigChecks(path, overrides)
     for key, allowed in CHOICES.items():
         c.choice(key, OmegaConf.select(cfg, key), allowed)

@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
-from capdata.readers.karpathy import read_karpathy
+from capdata.formats import read_annotation
 from feature_extract.row_labels import label_of
 from feature_extract.h5io import _first, check_structure, missing_note, read_attrs
 
@@ -39,7 +39,7 @@ def scan_finite(dset: h5py.Dataset, block: int = 256) -> list[int]:
 
 def expected_ids(json_path: str, image_root: str | None, splits: list[str]) -> np.ndarray:
 
-    records = read_karpathy(json_path, image_root)
+    records = read_annotation("karpathy", json_path, image_root)
     keep = np.isin(records.splits, splits) if splits else np.ones(len(records), bool)
     return records.image_ids[keep]
 

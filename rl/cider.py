@@ -17,7 +17,7 @@ the references, x10), with two choices made the way SCST needs them (Rennie et a
   so "court <eos>" pays only a caption that really ends there; a row with no 0 (it filled all T slots)
   gets no end token, as there. The EOS is word id V + 1 here (ids 1..V are words).
   With ``eos=False`` the EOS is not a word and the reward is the CIDEr-D of the caption string
-  captioners.decode writes; SCST on that reward can learn to stop mid-phrase for free.
+  captioners.predict writes; SCST on that reward can learn to stop mid-phrase for free.
 
 pycocoevalcap quirks kept on purpose, because "the same numbers" is the contract: the length in the
 penalty is the number of *bigrams* (``max(words - 1, 0)``: its ``if n == 1`` counts 2-grams), and a

@@ -1,4 +1,4 @@
-"""Typed config of a self-critical (SCST) run (OmegaConf structured config via capcore.config.load_config).
+"""Typed config of a self-critical (SCST) run (OmegaConf structured config via capcore.config.load_schema).
 
 The model comes from the XE checkpoint named by ``init`` (captioners' best.pt): its architecture is not
 configurable here. ``data`` is the captioners' own section, so ``data.features=cap`` picks the Cap
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from capcore.config import ConfigChecks, RunConfig, load_config
+from capcore.config import ConfigChecks, RunConfig, load_schema
 from capcore.fingerprint import bookkeeping
 from captioners.config import CapDataConfig, CapLoopConfig, CapValConfig, check_loop
 
@@ -62,7 +62,7 @@ BASELINES = ("greedy", "mean")
 
 def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCSTConfig:
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
-    cfg = load_config(path, overrides, schema=SCSTConfig)
+    cfg = load_schema(path, overrides, schema=SCSTConfig)
     c = ConfigChecks(path, overrides)
     t = cfg.train
     check_loop(cfg, c)

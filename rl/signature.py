@@ -15,7 +15,7 @@ samples, ``greedy`` = the greedy caption's reward (Rennie et al.); ``df[split@sh
 frequencies of that split of the reference captions whose sha256 (:func:`references_sha256`) starts
 so; ``+Bleu-4[w0.5]`` (only when ``reward.bleu4_weight`` > 0) = 0.5 x sentence BLEU-4 added to the
 reward. It is written on every SCST run's checkpoint, manifest and metrics file, and printed by
-eval.captions and in Table 1.
+eval.score_captions and in Table 1.
 """
 from __future__ import annotations
 

@@ -7,12 +7,12 @@ XE checkpoint it started from. With ``train.keep_distinct`` > 0 a validation bec
 its distinct val captions keep that share of the XE start's (``train.keep_bleu4``: and its val BLEU-4):
 SCST on the demo buys CIDEr-D by writing one safe caption for more and more images, and these are the
 checks that stop it, on val. Outputs under ``out_dir``, the same files as captioners.train
-(``best.pt`` is read by captioners.decode); TensorBoard: scst/reward, scst/baseline, scst/advantage,
+(``best.pt`` is read by captioners.predict); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
 val/distinct_captions, val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings,
 val/bleu4. The run's SCST signature
 (rl/signature.py: EOS in the reward or not, baseline, samples, document frequencies, XE weight) is on
-its checkpoints and manifest.json, and captioners.decode carries it to the predictions' meta.
+its checkpoints and manifest.json, and captioners.predict carries it to the predictions' meta.
 
 Under ``torchrun`` each process takes its share of every global batch (as in XE); the sampling noise
 is drawn for the whole global batch on every process (rl/scst.py), rewards and baselines are per
@@ -52,8 +52,8 @@ from rl.signature import references_sha256, signature_of
 
 __all__ = ["train", "StopRequested"]  # the simulated kill, for the tests that catch it
 
-# config keys that say where or how often to write, not what the weights become (the XE start counts
-# through its file's hash, not its path)
+# the caption diversity measures (captioners/discriminative.py) that each validation logs beside CIDEr-D and
+# BLEU-4 (describe_val); the collapse guard (eligible) reads distinct_captions among them
 DIVERSITY = ("unique_captions", "distinct_captions", "novel_captions", "vocab_size", "mean_length", "bad_endings")
 
 

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore.checkpoint import load_checkpoint  # noqa: E402
 from capcore.errors import run_cli  # noqa: E402
-from capdata.readers.karpathy import read_karpathy  # noqa: E402
 from embedder.config import DataConfig  # noqa: E402
-from embedder.data import ImageBank, read_records  # noqa: E402
+from capdata.formats import read_annotation, read_records  # noqa: E402
+from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 from eval.probe import image_tags, majority, probe_group, standardise, targets  # noqa: E402
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     data = OmegaConf.structured(DataConfig(track="caption", format="karpathy", root=str(Path(a.karpathy).parent),
                                            annotation=Path(a.karpathy).name, input_size=a.size))
     bank = ImageBank.build(read_records(data), a.size, True, desc="images")
-    records = read_karpathy(a.karpathy)
+    records = read_annotation("karpathy", a.karpathy)
     tags = image_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}

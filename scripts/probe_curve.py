@@ -33,7 +33,8 @@ from capcore.device import pick_device  # noqa: E402
 from capcore.errors import run_cli  # noqa: E402
 from capcore.run_layout import StudyDir  # noqa: E402
 from embedder.config import load_config, slug  # noqa: E402
-from embedder.data import ImageBank, read_records  # noqa: E402
+from capdata.formats import read_records  # noqa: E402
+from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 from embedder.study import embed, resolve_init  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402

@@ -3,7 +3,7 @@
 ``python scripts/reference_agreement.py DATA/dataset_coco.json [--split test]``
 
 Each of an image's five references in turn is scored as the caption, against the other four, with the
-metrics of Table 1 (``eval.captions.score_captions``, PTB tokenizer; METEOR and SPICE off); printed per held-out
+metrics of Table 1 (``eval.score_captions.score_captions``, PTB tokenizer; METEOR and SPICE off); printed per held-out
 position and on average. A captioner trained with XE learns the references' consensus and can beat this
 figure; a feature set can only add what that consensus says about the image.
 """
@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from capcore.errors import CapawareError, run_cli  # noqa: E402
-from eval.captions import score_captions  # noqa: E402
+from eval.score_captions import score_captions  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

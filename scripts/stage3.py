@@ -4,8 +4,8 @@ scripts/stage3_rl.sh call it).
 
 xe: cross-entropy training (captioners.train; labels.h5 / vocab.json written on first use) ->
 scst: self-critical training from the matching XE run's best.pt (rl.train) ->
-then, for either, beam-2 captions of the test split with their attention (captioners.decode) -> caption
-metrics (eval.captions: pycocoevalcap, discriminativeness) -> the grounding check (eval.grounding) ->
+then, for either, beam-2 captions of the test split with their attention (captioners.predict) -> caption
+metrics (eval.score_captions: pycocoevalcap, discriminativeness) -> the grounding check (eval.grounding) ->
 per-word attention pictures of 4 test images (eval.attention_maps). Outputs in the config's out_dir,
 named by capcore.run_layout.CaptionerDir::
 
@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore import distributed  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from capcore.run_layout import CaptionerDir  # noqa: E402
-from captioners import decode  # noqa: E402
+from captioners import predict  # noqa: E402
 from captioners import train as xe  # noqa: E402
 from captioners.config import load_captioner_config  # noqa: E402
-from eval import attention_maps, captions, grounding  # noqa: E402
+from eval import attention_maps, grounding, score_captions  # noqa: E402
 from rl import train as scst  # noqa: E402
 from rl.config import load_scst_config  # noqa: E402
 
@@ -52,10 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     if distributed.launched_rank() != 0:  # under torchrun (pipeline.sh --nproc) rank 0 alone decodes and scores
         return
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
-    decode.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
-                 "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
-    captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--split", "test",
-                   "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
+    predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
+                  "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
+    score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--split", "test",
+                         "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
     grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
     attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs,
                          "--out", str(run.attention_pictures), "--n", "4"])

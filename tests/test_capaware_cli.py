@@ -2,7 +2,7 @@
 
 The chain is real and tiny: synthetic caption images (64 px) -> stage-two features from a resnet18
 backbone checkpoint (float16 storage, precision auto) -> a 1-epoch XE captioner -> ``capaware export``
--> ``capaware caption`` on the same image files, against ``captioners.decode`` on ``feats.h5``.
+-> ``capaware caption`` on the same image files, against ``captioners.predict`` on ``feats.h5``.
 """
 from __future__ import annotations
 
@@ -86,15 +86,15 @@ def test_export_is_one_self_describing_file(trained, model_file):
 
 def test_caption_gives_decodes_captions_from_the_same_features(trained, model_file, tmp_path, capsys):
     """From the image files: the features equal feats.h5's rows bit for bit, so the captions equal
-    captioners.decode's on feats.h5 (same beam)."""
-    from capaware import Captioner
-    from captioners.decode import main as decode_main
+    captioners.predict's on feats.h5 (same beam)."""
+    from capaware import ImageCaptioner
+    from captioners.predict import main as predict_main
 
     _, run, tests, feats = trained
     ids = sorted(tests)
-    captioner = Captioner.load(model_file)
+    captioner = ImageCaptioner.load(model_file)
     got = list(captioner.run([tests[i] for i in ids], batch_size=4))
-    decode_main(["--checkpoint", str(run / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
+    predict_main(["--checkpoint", str(run / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
                  "--beam-size", "2", "--no-progress"])
     expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
     assert [c.caption for c in got] == [expected[i] for i in ids]
@@ -121,11 +121,11 @@ def test_caption_gives_decodes_captions_from_the_same_features(trained, model_fi
 def test_pil_images_and_attention_overlays(trained, model_file, tmp_path, capsys):
     from PIL import Image
 
-    from capaware import Captioner
+    from capaware import ImageCaptioner
 
     _, _, tests, _ = trained
     paths = [tests[i] for i in sorted(tests)][:2]
-    captioner = Captioner.load(model_file)
+    captioner = ImageCaptioner.load(model_file)
     assert captioner.caption([Image.open(p) for p in paths]) == captioner.caption(paths)
     rows = list(captioner.run(paths, attention=True))
     for c in rows:
@@ -143,12 +143,12 @@ def test_captioning_reads_the_model_file_alone(trained, model_file, tmp_path, mo
 
     import h5py as h5
 
-    from capaware import Captioner
+    from capaware import ImageCaptioner
     from capcore import checkpoint
 
     _, _, tests, _ = trained
     paths = [tests[i] for i in sorted(tests)][:3]
-    expected = Captioner.load(model_file).caption(paths)
+    expected = ImageCaptioner.load(model_file).caption(paths)
     copy = tmp_path / "shared.capaware"
     shutil.copy(model_file, copy)
 
@@ -156,7 +156,7 @@ def test_captioning_reads_the_model_file_alone(trained, model_file, tmp_path, mo
         raise AssertionError(f"captioning opened a run file: {args[:1]}")
     monkeypatch.setattr(h5, "File", refuse)
     monkeypatch.setattr(checkpoint, "load_checkpoint", refuse)
-    assert Captioner.load(copy).caption(paths) == expected
+    assert ImageCaptioner.load(copy).caption(paths) == expected
 
 
 def test_users_folder_with_odd_and_bad_files(trained, model_file, tmp_path, capsys):
@@ -225,3 +225,31 @@ def test_run_takes_config_and_run_folder_from_the_users_directory(tmp_path, monk
     shipped = "configs/paper/pipeline_coco.yaml"  # not here: left for the checkout, where it is
     assert from_here([shipped], config_first=True) == [shipped]
     assert from_here(["--run", "r"], config_first=False) == ["--run", str(tmp_path / "r")]
+
+
+def test_a_transformer_exports_and_captions_as_predict_does(trained, tmp_path, capsys):
+    """The Transformer core goes through export and ``capaware caption`` as the LSTM cores do: the model
+    file rebuilds it from its card (its layers, heads and ff_size included) and captions the test images
+    as captioners.predict does from feats.h5."""
+    from capaware import ImageCaptioner
+    from captioners.config import load_captioner_config
+    from captioners.predict import main as predict_main
+    from captioners.train import train as xe_train
+
+    root, _, tests, feats = trained
+    cfg = load_captioner_config(ROOT / "configs/demo/demo_transformer.yaml", [
+        f"data.json={root / 'data' / 'dataset_coco.json'}", f"data.prepro_dir={root / 'prep'}",
+        "data.word_count_threshold=1", f"data.features={feats}", "val.batch_size=4", f"out_dir={root / 'tf'}",
+        "model.rnn_size=16", "model.input_encoding_size=12", "model.ff_size=32", "model.drop_prob_lm=0.0",
+        "train.batch_size=4", "train.epochs=4", "train.lr=5e-3", "train.lr_warmup_steps=0", "train.precision=float32"])
+    xe_train(cfg, progress=False)
+    model_file = tmp_path / "tf.capaware"
+    assert cli_main(["export", str(root / "tf"), "-o", str(model_file)]) == 0
+    m = read_model_file(model_file)
+    assert m.card.core == "transformer" and m.card.model_args["core_args"] == {"layers": 2, "heads": 4, "ff_size": 32}
+    ids = sorted(tests)
+    got = ImageCaptioner.load(model_file).caption([tests[i] for i in ids], batch_size=4)
+    predict_main(["--checkpoint", str(root / "tf" / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
+                  "--beam-size", "2", "--no-progress"])
+    expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
+    assert got == [expected[i] for i in ids]

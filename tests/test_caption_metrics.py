@@ -1,4 +1,4 @@
-"""eval.captions against hand-checked values and against pycocoevalcap called directly; SPICE absent
+"""eval.score_captions against hand-checked values and against pycocoevalcap called directly; SPICE absent
 is reported, not a crash; the Java parts (PTB tokenizer, METEOR) run offline. One METEOR start per
 module (its paraphrase table takes seconds to load)."""
 import json
@@ -12,7 +12,7 @@ import pytest
 from capcore.errors import CapawareError, run_cli
 from eval import captions_java as jv
 from eval.caption_refs import load_preds, load_refs
-from eval.captions import main, score_captions
+from eval.score_captions import main, score_captions
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_java = pytest.mark.skipif(jv.java_info() is None, reason="no Java runtime")
@@ -156,7 +156,7 @@ def test_cli_writes_metrics_with_command_and_config_hash(files, tmp_path, capsys
     report = json.loads(out.read_text())
     assert set(report["metrics"]) == {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE"}
     assert report["metrics"]["SPICE"] is None and report["metrics"]["METEOR"] is None
-    assert report["config_hash"] == "abc123" and report["command"].startswith("python -m eval.captions --preds")
+    assert report["config_hash"] == "abc123" and report["command"].startswith("python -m eval.score_captions --preds")
     assert report["n_images"] == 4 and report["n_split_images"] == 4
     rows = json.loads(per.read_text())
     assert [r["image_id"] for r in rows] == TEST_IDS and rows[0]["BLEU-1"] == pytest.approx(1.0, abs=1e-6)
@@ -196,7 +196,7 @@ def test_doctor_quick(capsys):
 
 
 def run_main(args: list[str], capsys) -> tuple[int, str]:
-    """The CLI as ``python -m eval.captions`` runs it: a CapawareError becomes one line and exit 2."""
+    """The CLI as ``python -m eval.score_captions`` runs it: a CapawareError becomes one line and exit 2."""
     with pytest.raises(SystemExit) as stop:
         run_cli(lambda: main(args))
     return stop.value.code, capsys.readouterr().err.strip()
@@ -238,7 +238,7 @@ def test_no_java_on_path_is_one_line_and_simple_tokenizer_still_scores(files, tm
     args = ["--preds", str(preds), "--refs", str(refs), "--split", "test", "--out", str(tmp_path / "m.json"),
             "--corenlp-dir", str(tmp_path)]
     env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")  # no java on PATH
-    proc = subprocess.run([sys.executable, "-m", "eval.captions", *args], cwd=ROOT, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "eval.score_captions", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

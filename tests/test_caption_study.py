@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from embedder.config import load_config
-from embedder.data import read_records
+from capdata.formats import read_records
 from embedder.labels.graph import read_graph
 from embedder.retrieval_report import load_rows
 from embedder.spaces import make_spaces

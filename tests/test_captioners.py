@@ -198,10 +198,13 @@ def test_feature_file_problems_are_clear_errors(synth, tmp_path):
 
 # ------------------------------------------------------------------------------------------ model
 
+TINY_TRANSFORMER = {"layers": 2, "heads": 2, "ff_size": 32}
+
+
 def tiny_model(core, vocab=6, dim=8, hidden=16, seed=0, drop=0.0):
     torch.manual_seed(seed)
     return Captioner(core, vocab, dim, dim, input_encoding_size=12, rnn_size=hidden, att_hid_size=10,
-                     drop_prob_lm=drop)
+                     drop_prob_lm=drop, core_args=TINY_TRANSFORMER if core == "transformer" else None)
 
 
 @pytest.mark.parametrize("core,layers", [("att2all2", 1), ("topdown", 2)])
@@ -225,6 +228,39 @@ def test_core_one_step_shapes_and_gradient_flow(core, layers):
 @pytest.mark.skipif(bool(os.environ.get("ATEN_CPU_CAPABILITY")),
                     reason="under an ATEN_CPU_CAPABILITY cap below the CPU's own, the compiled core's loss is NaN "
                            "with torch 2.14.1 (seen on a Zen 5 held to avx2; eager is fine): a cap artefact")
+def test_transformer_steps_one_word_at_a_time_as_its_teacher_forced_pass_computes():
+    """The decoders' one-word steps (a cache of what each layer saw) and XE's causal all-at-once pass are one
+    function of the words so far; gradients reach every parameter, the encoder included."""
+    model = tiny_model("transformer", drop=0.1)
+    B, L, T = 3, 5, 6
+    fc, att = torch.randn(B, 8), torch.randn(B, L, 8)
+    seq = torch.randint(1, 7, (B, 2, T))
+    seq[0, :, 3:] = 0
+    loss = xe_loss(model(fc, att, seq), seq.view(-1, T))
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+    model.eval()
+    forced = model(fc, att, seq)
+    enc, state, words = model.encode(fc, att).repeat(2), model.init_state(2 * B), torch.zeros(2 * B, dtype=torch.long)
+    for t in range(T + 1):
+        if t:
+            words = seq.view(2 * B, T)[:, t - 1]
+        logp, state, alpha = model.step(words, enc, state)
+        torch.testing.assert_close(logp, forced[:, t], rtol=1e-5, atol=1e-5)
+        assert all(s.shape == (2 * B, t + 1, 16) for s in state) and alpha.shape == (2 * B, L)
+        torch.testing.assert_close(alpha.sum(-1), torch.ones(2 * B))
+    rows = torch.tensor([5, 0, 0])
+    assert all(torch.equal(a, b[rows]) for a, b in zip(model.select_state(state, rows), state))
+
+
+def test_core_names_are_the_core_classes():
+    from captioners.config import CORE_NAMES
+    from captioners.cores import CORE_CLASSES
+
+    assert CORE_NAMES == tuple(CORE_CLASSES)
+
+
 def test_compiled_core_gives_the_eager_loss_gradients_and_state_dict():
     """train.compile (captioners/speed.py) changes how the core runs, not what it computes or saves."""
     eager = tiny_model("att2all2")
@@ -248,7 +284,7 @@ def test_caption_mask_covers_words_and_one_eos():
     assert mask.tolist() == [[True, True, True, False, False], [True] * 5]
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_xe_loss_decreases_when_overfitting_eight_images(core):
     torch.manual_seed(0)
     model = tiny_model(core, vocab=10, hidden=32)
@@ -266,7 +302,7 @@ def test_xe_loss_decreases_when_overfitting_eight_images(core):
     assert losses[-1] < 0.5 * losses[0], losses
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_overfits_eight_images_then_greedy_decodes_their_captions_exactly(core):
     """One caption per image, so 'the' caption of an image is well defined and greedy must find it."""
     model = tiny_model(core, vocab=10, hidden=32, seed=0)
@@ -300,7 +336,8 @@ class PrefixTableModel:
     """A 'captioner' whose log-probabilities are drawn at random for every (image, prefix): nothing is
     smooth, so greedy, narrow beams and the true optimum disagree and every length (early EOS
     included) can win, which a small random LSTM rarely shows (its optimum is nearly always the
-    empty caption). Same interface as Captioner: encode, init_state, step."""
+    empty caption). Same interface as Captioner: encode, init_state, select_state, step. Its state is an
+    LSTM-like (h, c) pair, batch in dim 1."""
 
     def __init__(self, n_images: int, vocab: int, max_len: int, seed: int = 0, scale: float = 1.5):
         g = torch.Generator().manual_seed(seed)
@@ -313,6 +350,9 @@ class PrefixTableModel:
 
     def init_state(self, n):
         return torch.zeros(1, n, 1, dtype=torch.long), torch.zeros(1, n, 1, dtype=torch.long)
+
+    def select_state(self, state, rows):
+        return tuple(s[:, rows] for s in state)
 
     def code(self, prefix) -> int:
         """The table row of a prefix (BOS = 0 adds a leading zero digit, so it does not change it)."""
@@ -332,7 +372,7 @@ class PrefixTableModel:
         return sum(self.table[image, self.code(words[:t]), w].item() for t, w in enumerate(target))
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown", "table"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer", "table"])
 def test_beam_one_equals_greedy(core):
     model = PrefixTableModel(5, 6, 7) if core == "table" else peaked_model(core, vocab=6)
     fc, att = torch.randn(5, 8), torch.randn(5, 4, 8)
@@ -377,7 +417,7 @@ def test_wide_beam_is_exhaustive_search_on_a_four_word_vocabulary():
     assert torch.allclose(sequence_logprob(model, fc, att, full.seq, T), full.logprob, atol=1e-5)
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_beam_search_finds_the_most_probable_sequence(core):
     V, T = 4, 3
     model = peaked_model(core, vocab=V, seed=1)
@@ -408,11 +448,12 @@ def test_sampling_is_seeded_and_temperature_sharpens():
         decode(model, fc, att, "nucleus")
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_learned_cell_positions_tell_identical_cells_apart(core):
     """model.att_position: with every cell's feature equal, attention can only tell cells apart by position."""
     torch.manual_seed(0)
-    model = Captioner(core, 6, 8, 8, 8, 16, 8, 0.0, att_cells=4).eval()
+    model = Captioner(core, 6, 8, 8, 8, 16, 8, 0.0, att_cells=4,
+                      core_args=TINY_TRANSFORMER if core == "transformer" else None).eval()
     fc, att = torch.randn(2, 8), torch.randn(2, 1, 8).expand(2, 4, 8).contiguous()
     words, state = torch.tensor([1, 2]), model.init_state(2)
     _, _, alpha = model.step(words, model.encode(fc, att), state)
@@ -429,4 +470,5 @@ def test_learned_cell_positions_tell_identical_cells_apart(core):
     torch.testing.assert_close(copy.eval().step(words, copy.encode(fc, att), state)[0], logp.detach())
     with pytest.raises(CapawareError, match="5 grid cells.*positions for 4"):
         model.encode(fc, torch.randn(2, 5, 8))
-    assert "att_cells" not in Captioner(core, 6, 8, 8, 8, 16, 8, 0.0).args  # older cards stay as they were
+    if core != "transformer":
+        assert not {"att_cells", "core_args"} & set(Captioner(core, 6, 8, 8, 8, 16, 8, 0.0).args)  # older cards stay

@@ -42,7 +42,7 @@ def overrides(tiny, out: Path, *extra: str) -> list[str]:
             "train.ss_increase_every=1", "train.ss_increase_prob=0.2", "val.batch_size=3", *extra]
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     root, json_path, _ = tiny
     cfg = load_captioner_config(ROOT / f"configs/demo/demo_{core}.yaml", overrides(tiny, tmp_path / "run"))
@@ -55,9 +55,9 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     again = train(cfg, progress=False)  # a finished run is not retrained
     assert again == best
 
-    from captioners.decode import main as decode_main
+    from captioners.predict import main as predict_main
     preds_path, att_path = tmp_path / "preds.json", tmp_path / "att.h5"
-    decode_main(["--checkpoint", str(best), "--split", "test", "--out", str(preds_path), "--attention", str(att_path),
+    predict_main(["--checkpoint", str(best), "--split", "test", "--out", str(preds_path), "--attention", str(att_path),
                  "--no-progress"])
     preds = json.loads(preds_path.read_text())
     lab = read_labels(root / "prep" / "labels.h5")
@@ -68,11 +68,11 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     assert meta["beam_size"] == 2 and meta["config_hash"] == last["config_hash"]
     assert (meta["core"], meta["stage"]) == (core, "xe")
 
-    from eval.captions import main as score_main
+    from eval.score_captions import main as score_main
     from eval.reporting.results_table import build_table
     score_main(["--preds", str(preds_path), "--refs", str(json_path), "--split", "test", "--out",
                 str(tmp_path / "run" / "metrics_test.json"), "--no-meteor", "--no-spice", "--tokenizer", "simple"])
-    (row,), _ = build_table([tmp_path / "run"])  # the chain decode -> eval.captions -> results table
+    (row,), _ = build_table([tmp_path / "run"])  # the chain decode -> eval.score_captions -> results table
     assert (row["core"], row["features"], row["training"], row["decoding"]) == (core, "Cap", "XE", "beam 2")
     assert row["config_hash"] == last["config_hash"] and row["C"] is not None and row["S"] is None
     with h5py.File(att_path) as f:
@@ -88,23 +88,25 @@ def test_train_decode_and_attention_maps(tiny, tmp_path, core):
     assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
-def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
+@pytest.mark.parametrize("core", ["topdown", "transformer"])
+def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path, core):
     """Killed inside the lr warm-up (4 steps) and again after it: the same weights as one run."""
+    config = f"configs/demo/demo_{core}.yaml"
     common = overrides(tiny, tmp_path / "full") + ["train.lr_warmup_steps=4"]
-    train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", common), progress=False)
+    train(load_captioner_config(ROOT / config, common), progress=False)
 
     killed = overrides(tiny, tmp_path / "killed") + ["train.lr_warmup_steps=4"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo/demo_topdown.yaml", *killed,
+    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", config, *killed,
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
     state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
     assert state["step"] == 2 and not state["done"]  # last checkpoint before the kill (ckpt_every=2): step 3 lost
 
-    cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed + ["train.stop_after_steps=5"])
+    cfg = load_captioner_config(ROOT / config, killed + ["train.stop_after_steps=5"])
     with pytest.raises(StopRequested):  # killed again, now in the second epoch
         train(cfg, progress=False)
-    train(load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed), progress=False)
+    train(load_captioner_config(ROOT / config, killed), progress=False)
 
     for name in ("last.pt", "best.pt"):
         a = torch.load(tmp_path / "full" / name, weights_only=True)
@@ -116,7 +118,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path):
     h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
     assert [h["cider_d"] for h in h_full] == [h["cider_d"] for h in h_killed]
 
-    other = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", killed + ["train.lr=1e-3"])
+    other = load_captioner_config(ROOT / config, killed + ["train.lr=1e-3"])
     with pytest.raises(CapawareError, match="another config"):
         train(other, progress=False)
 

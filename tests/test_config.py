@@ -52,7 +52,9 @@ def loader_of(name: str):
         return load_features_config
     if name.endswith("_scst"):
         return load_scst_config
-    if name.split("_", 1)[1] in ("att2all2", "topdown"):
+    from captioners.config import CORE_NAMES
+
+    if name.split("_", 1)[1] in CORE_NAMES:
         return load_captioner_config
     return load_config
 

@@ -257,5 +257,7 @@ def test_sync_batchnorm_is_refused_on_cpu_under_torchrun():
     with pytest.raises(CapawareError, match="train.batchnorm"):
         prepare_batchnorm(model, "sync", torch.device("cpu"), world=2)
     assert prepare_batchnorm(model, "sync", torch.device("cpu"), world=1) is model  # one process: plain BN
+    from embedder.config import load_config  # an unknown mode stops at the config, the one place that checks it
+
     with pytest.raises(CapawareError, match="train.batchnorm"):
-        prepare_batchnorm(model, "ghost", torch.device("cpu"), world=1)
+        load_config("configs/demo/demo_pose.yaml", ["train.batchnorm=ghost"])

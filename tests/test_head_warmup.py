@@ -2,12 +2,13 @@
 import numpy as np
 import torch
 
-from embedder.config import MethodConfig
+from embedder.config import MethodConfig, TrainConfig
 from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
-from embedder.train import MethodLoss, StepBatches
+from embedder.losses.base import MethodLoss
+from embedder.train import StepBatches
 
 
 class Bank:
@@ -38,7 +39,7 @@ def test_warm_up_trains_the_head_alone_and_lowers_the_loss():
     bank, space = Bank(n), Space()
     torch.manual_seed(0)
     model = build_model("resnet18", 8, "none")
-    criterion = MethodLoss(MethodConfig(loss="log_ratio", mining="dense"), 4, 1e-6, 0)
+    criterion = MethodLoss(MethodConfig(loss="log_ratio", mining="dense"), TrainConfig(log_ratio_eps=1e-6), 0)
     trunk_before = {k: v.clone() for k, v in model.trunk.state_dict().items()}
     head_before = model.head.weight.detach().clone()
     batches = StepBatches(sampler, bank, space, nn_idx, 4, 0, 60)

@@ -6,12 +6,9 @@ import math
 import pytest
 import torch
 
-from embedder.losses import (
-    MarginLoss,
-    log_ratio_loss,
-    log_ratio_loss_per_triplet,
-    triplet_loss,
-)
+from embedder.losses.log_ratio import log_ratio_loss, log_ratio_loss_per_triplet
+from embedder.losses.margin import MarginLoss
+from embedder.losses.triplet import triplet_loss
 from embedder.mining import (
     binary_triplet_mask,
     dense_triplet_mask,

@@ -11,7 +11,8 @@ from capdata.readers.karpathy import read_karpathy
 from capdata.records import CaptionRecords
 from capdata.synthetic.shapes_captions import scene_attributes
 from embedder.config import load_config
-from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags, lr_factor
+from embedder.pretrain import category_targets, dihedral, group_accuracy, image_tags
+from embedder.schedule import lr_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -216,3 +217,65 @@ def test_a_nan_weight_behind_a_finite_loss_is_named():
         model[1].weight[0, 1] = float("nan")
     with pytest.raises(CapawareError, match=r"run: weight 1.weight holds NaN or inf; nothing was saved \(fix: fix it\)"):
         check_finite_weights(model, "run", "fix it")
+
+
+class CountedViews:
+    """``Views`` that count the batches drawn: one per optimiser step."""
+
+    def __init__(self, views):
+        self.views, self.steps = views, 0
+
+    def __getattr__(self, name):
+        return getattr(self.views, name)
+
+    def __len__(self):
+        return len(self.views)
+
+    def batch(self, *args, **kwargs):
+        self.steps += 1
+        return self.views.batch(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tiny_views(tmp_path_factory):
+    """24 synthetic caption scenes at 64 px, as 24 px identity crops: 3 steps an epoch at batch 8."""
+    from capdata.synthetic.shapes_captions import generate_captions
+    from embedder.data import ImageBank, split_records
+    from embedder.pretrain import Views, target_names
+
+    rec = split_records(read_karpathy(generate_captions(tmp_path_factory.mktemp("set"), n_train=24, n_test=2,
+                                                        seed=3, size=64)), ("train", "restval"))
+    return Views(ImageBank.build(rec, 64, True), target_names(rec, "identity"), crop=24, targets="identity")
+
+
+def test_a_killed_pretraining_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path, tiny_views, one_thread):
+    """Class pretraining on the shared harness (issue #38): ``pretrain.stop_after_steps`` dies after step 3
+    like a kill (step 3 is lost: the last checkpoint is step 2); the rerun takes steps 3-6 from last.pt and
+    ends with exactly the uninterrupted run's weights, its TensorBoard showing each logged step once."""
+    from capcore.errors import StopRequested
+    from embedder.pretrain import pretrain
+    from tests.tensorboard_log import tb_steps
+
+    args = ["pretrain.batch_size=8", "pretrain.epochs=2", "pretrain.ckpt_every=2", "pretrain.lr_decay=cosine",
+            "pretrain.augment=true", "pretrain.precision=float32", "pretrain.lr=0.01", "device=cpu"]
+    cfg = load_config(str(ROOT / "configs/demo/demo_caption.yaml"), args)
+    views = CountedViews(tiny_views)
+    full = pretrain(cfg, tmp_path / "full", views, progress=False)
+    assert views.steps == 6
+    killed = load_config(str(ROOT / "configs/demo/demo_caption.yaml"), args + ["pretrain.stop_after_steps=3"])
+    views = CountedViews(tiny_views)
+    with pytest.raises(StopRequested):
+        pretrain(killed, tmp_path / "killed", views, progress=False)
+    assert views.steps == 3 and not (tmp_path / "killed" / "model.pt").exists()
+    assert torch.load(tmp_path / "killed" / "last.pt", weights_only=True)["step"] == 2  # step 3 died with the run
+    views = CountedViews(tiny_views)
+    resumed = pretrain(cfg, tmp_path / "killed", views, progress=False)  # the rerun, without the kill
+    assert views.steps == 4  # steps 3 to 6: resumed from last.pt, not started over
+    a, b = torch.load(full, weights_only=True), torch.load(resumed, weights_only=True)
+    assert a["step"] == b["step"] == 6 and a["fingerprint"] == b["fingerprint"]
+    assert a["model"].keys() == b["model"].keys()
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    assert not (tmp_path / "killed" / "last.pt").exists()
+    for run in ("full", "killed"):
+        assert tb_steps(tmp_path / run / "tb", "pretrain/cross_entropy") == [2, 4, 6], run

@@ -129,7 +129,8 @@ def test_no_pairs_gives_attached_zero_and_bad_input_is_rejected():
 
 def test_the_row_expands_trains_raw_embeddings_and_validates_its_temperature(tmp_path):
     from embedder.config import LATER_ROWS, PAPER_ROWS
-    from embedder.train import MethodLoss
+    from embedder.config import TrainConfig
+    from embedder.losses.base import MethodLoss
 
     assert RNC in LATER_ROWS and RNC not in PAPER_ROWS  # beside the paper's rows, not one of them
     path = tmp_path / "rnc.yaml"
@@ -137,7 +138,7 @@ def test_the_row_expands_trains_raw_embeddings_and_validates_its_temperature(tmp
     default, hot = load_config(path).methods
     assert (default.name, default.loss, default.mining, default.temperature) == (RNC, "rank_n_contrast", "dense", 2.0)
     assert (hot.name, hot.temperature) == ("hot", 0.5)
-    criterion = MethodLoss(hot, positives=4, eps=1e-6, seed=0)
+    criterion = MethodLoss(hot, TrainConfig(log_ratio_eps=1e-6), seed=0)
     emb, anchors, label_dist = case(8, (0, 5))
     assert not criterion.normalised  # retrieval uses the raw embeddings the loss measured
     assert criterion(emb, anchors, label_dist, None).item() == pytest.approx(

@@ -607,7 +607,7 @@ def test_mpii_json_valid_without_train(tmp_path):
 
 def test_mpii_json_through_the_data_config(tmp_path):
     from embedder.config import DataConfig
-    from embedder.data import read_records
+    from capdata.formats import read_records
 
     fb.write_mpii(tmp_path)
     annot, image_root = fb.write_mpii_json(tmp_path)

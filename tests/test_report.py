@@ -139,7 +139,7 @@ def write_captioner(run: Path, folder: str, core: str, feats: Path, stage: str, 
     (out / "preds_test.meta.json").write_text(json.dumps({
         "checkpoint": str(out / "best.pt"), "config_hash": "h", "core": core, "stage": stage, "split": "test",
         "method": "beam", "beam_size": 2, "temperature": 1.0, "features": str(feats), "n_images": len(preds),
-        "command": "python -m captioners.decode ..."}))
+        "command": "python -m captioners.predict ..."}))
     cider = {i: 0.5 + (CAP_MINUS_IMG[i] if features == "Cap" else 0.0) for i in TEST_IDS}
     per_image = [{"image_id": i, "caption": p["caption"], "BLEU-4": 0.2, "CIDEr-D": cider[i]}
                  for i, p in zip(TEST_IDS, preds)]
@@ -149,7 +149,7 @@ def write_captioner(run: Path, folder: str, core: str, feats: Path, stage: str, 
     (out / "metrics_test.json").write_text(json.dumps({
         "metrics": metrics, "unavailable": {"SPICE": "no CoreNLP models"}, "notes": [], "n_images": 6,
         "n_split_images": 6, "split": "test", "preds": str(out / "preds_test.json"), "refs": str(refs),
-        "config_hash": "h", "tokenizer": "ptb", "command": "python -m eval.captions ..."}))
+        "config_hash": "h", "tokenizer": "ptb", "command": "python -m eval.score_captions ..."}))
     (out / "config.yaml").write_text(json.dumps({"data": {"json": str(refs)}, "model": {"core": core}}))
     if attention:
         from eval.attention_maps import plot_attention

@@ -45,7 +45,7 @@ def write_run(run, core, features, cider, stage=None, beam=2, meteor=0.25, meta_
         "split": "test", "preds": str(preds), "refs": "refs.json", "config_hash": f"hash-{core}",
         "scst_signature": SIGNATURE if stage == "rl" else None,
         "discriminativeness": {"bad_endings": 0.25 if stage == "rl" else 0.0},
-        "command": "python -m eval.captions ..."}))
+        "command": "python -m eval.score_captions ..."}))
     return run
 
 
@@ -141,7 +141,7 @@ def test_problems_are_one_line_errors_naming_the_file(tmp_path, feats, capsys):
     gone.unlink()
     assert cli(run).startswith(f"error: {gone}: features file named by the predictions' meta not found")
     (run / "metrics_test.json").write_text(json.dumps({"score": 1}))
-    assert cli(run).startswith(f"error: {run / 'metrics_test.json'}: not an eval.captions metrics file")
+    assert cli(run).startswith(f"error: {run / 'metrics_test.json'}: not an eval.score_captions metrics file")
     (run / "metrics_test.json").write_text("{")
     assert "not valid JSON" in cli(run)
     assert not (tmp_path / "out").exists()

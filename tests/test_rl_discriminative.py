@@ -1,5 +1,5 @@
 """Discriminativeness metrics (eval/captions_discriminative.py, Liu et al. 2018) on hand-counted
-captions, and their place in eval.captions' metrics JSON."""
+captions, and their place in eval.score_captions' metrics JSON."""
 import json
 
 import pytest
@@ -46,7 +46,7 @@ def test_metrics_section_reads_training_captions_of_a_karpathy_json(tmp_path):
 
 
 def test_eval_captions_writes_the_section_into_the_metrics_json(tmp_path):
-    from eval.captions import main
+    from eval.score_captions import main
 
     refs = write_karpathy(tmp_path / "k", write_images=False)
     preds = tmp_path / "preds.json"

@@ -263,8 +263,8 @@ def test_scst_run_writes_a_decodable_best_checkpoint(xe_run, tmp_path):
     assert all(h["xe"] > 0 for h in history[1:])
     assert train(cfg, progress=False) == best  # finished: not retrained
 
-    from captioners.decode import main as decode_main
-    decode_main(["--checkpoint", str(best), "--split", "test", "--out", str(tmp_path / "preds.json"),
+    from captioners.predict import main as predict_main
+    predict_main(["--checkpoint", str(best), "--split", "test", "--out", str(tmp_path / "preds.json"),
                  "--no-progress", "--beam-size", "2"])
     assert len(json.loads((tmp_path / "preds.json").read_text())) == 4
     meta = json.loads((tmp_path / "preds.meta.json").read_text())

@@ -36,7 +36,7 @@ def test_study_writes_one_row_per_method_in_config_order(tiny_study):
 def test_retrieved_distances_are_the_label_distances_of_the_retrieved_items(tiny_study):
     tmp, ret_dir = tiny_study
     from capdata.records import select
-    from embedder.data import read_records
+    from capdata.formats import read_records
     from embedder.labels.pose import PoseSpace
 
     cfg = load_config(tmp / "run" / "config.yaml")

@@ -126,29 +126,22 @@ def _read_split_file(path: str | Path) -> dict[str, str]:
     return mapping
 
 
-def read_mpii(
-    mat_path: str | Path,
-    image_root: str | Path,
-    split: str | None = None,
-    split_file: str | Path | None = None,
-    box_scale: float = 1.25,
-    visibility: Literal["annotated", "is_visible"] = "annotated",
-    single_person_only: bool = False,
-) -> PoseRecords:
-    """One record per annotated person of the MPII release (see the module docstring).
-
-    ``split`` keeps one split ("train" | "val" | "test"), ``None`` keeps all.
-    """
-    mat_path = Path(mat_path).resolve()
-    image_root = Path(image_root).resolve()
+def _check_options(split: str | None, visibility: str, box_scale: float) -> None:
+    """Reject a bad argument before the (large, slow) .mat file is loaded, so a typo costs nothing."""
     if split is not None and split not in SPLITS:
         raise CapawareError("split", f"unknown split {split!r}", f"use one of {', '.join(SPLITS)} or None")
     if visibility not in ("annotated", "is_visible"):
         raise CapawareError("visibility", f"unknown mode {visibility!r}", "use 'annotated' or 'is_visible'")
     if not box_scale > 0:
         raise CapawareError("box_scale", f"must be positive, got {box_scale}", "use e.g. 1.25")
-    split_map = _read_split_file(split_file) if split_file is not None else None
 
+
+def _load_release(mat_path: Path, single_person_only: bool) -> tuple[list, np.ndarray, list | None]:
+    """(annolist, img_train, single_person or None) of the file's RELEASE struct.
+
+    Checked up front that the per-image arrays line up, so the per-person loop can index them blindly
+    and a damaged or foreign .mat file fails with one line instead of an IndexError deep inside.
+    """
     mat = load_mat_file(mat_path, "MPII annotation file")
     release = mat.get("RELEASE")
     if release is None:
@@ -168,61 +161,113 @@ def read_mpii(
     if single_person_only and len(single) != len(annolist):
         raise CapawareError(mat_path, "RELEASE.single_person does not match annolist",
                             "re-download the file or set single_person_only=False")
+    return annolist, img_train, single
+
+
+def _image_split(name: str, train_flag, split_map: dict[str, str] | None) -> str | None:
+    """The split of one image: the split file's word when one is given (None: not listed, skip the
+    image), else the release's own img_train flag (1 train, anything else test)."""
+    if split_map is not None:
+        return split_map.get(name)
+    return "train" if scalar(train_flag) == 1 else "test"
+
+
+def _person_crop(rect) -> tuple[float, float, float] | None:
+    """(cx, cy, scale) of one annorect in MATLAB 1-based pixels, or None when the release lacks the
+    position or a positive scale: without them no crop can be made, so the person is skipped."""
+    objpos = getattr(rect, "objpos", None)
+    cx, cy = scalar(getattr(objpos, "x", None)), scalar(getattr(objpos, "y", None))
+    s = scalar(getattr(rect, "scale", None))
+    if cx is None or cy is None or s is None or not s > 0:
+        return None
+    return cx, cy, s
+
+
+def _person_joints(points: list, visibility: str, where: str, mat_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(16 x 2 joints in 0-based pixels, 16 visible flags) of one person's point list.
+
+    Absent joints stay invisible at (0, 0); a point without id/x/y or with an id outside 0..15 means the
+    file is not what it claims, so it fails naming the image and person (``where``) rather than guessing.
+    """
+    xy = np.zeros((N_JOINTS, 2), dtype=np.float32)
+    vis = np.zeros(N_JOINTS, dtype=bool)
+    for p in points:
+        jid, x, y = scalar(getattr(p, "id", None)), scalar(getattr(p, "x", None)), scalar(getattr(p, "y", None))
+        if jid is None or x is None or y is None:
+            raise CapawareError(mat_path, f"{where}: a point lacks id/x/y", "the file is damaged; re-download it")
+        if jid != int(jid) or not 0 <= jid < N_JOINTS:
+            raise CapawareError(mat_path, f"{where}: joint id {jid:g} outside 0..{N_JOINTS - 1}",
+                                "this is not an MPII annotation file")
+        j = int(jid)
+        xy[j] = (x - 1.0, y - 1.0)  # MATLAB 1-based -> 0-based pixels
+        if visibility == "annotated":
+            vis[j] = True
+        else:
+            vis[j] = scalar(getattr(p, "is_visible", None)) == 1
+    return xy, vis
+
+
+def _image_people(ann, i: int, name: str, keep: set[int] | None, visibility: str, box_scale: float,
+                  mat_path: Path) -> list[tuple[np.ndarray, np.ndarray, tuple[float, float, float, float]]]:
+    """(joints, visible, box) of every usable person of image ``i`` (0-based), in annorect order.
+
+    ``keep`` (1-based annorect indices, from single_person) limits the people; a person without points
+    (not annotated, or a test image) or without a crop is skipped, as the module docstring says.
+    """
+    people = []
+    for k, rect in enumerate(as_list(getattr(ann, "annorect", None))):
+        if keep is not None and (k + 1) not in keep:
+            continue
+        points = as_list(getattr(getattr(rect, "annopoints", None), "point", None))
+        if not points:
+            continue  # person not annotated (or a test image)
+        crop = _person_crop(rect)
+        if crop is None:
+            continue  # no position/scale: no crop can be made for this person
+        xy, vis = _person_joints(points, visibility, f"image {i + 1} ({name}), person {k + 1}", mat_path)
+        cx, cy, s = crop
+        side = box_scale * PERSON_HEIGHT_PX * s
+        cx, cy = cx - 1.0, cy - 1.0
+        people.append((xy, vis, (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2)))
+    return people
+
+
+def read_mpii(
+    mat_path: str | Path,
+    image_root: str | Path,
+    split: str | None = None,
+    split_file: str | Path | None = None,
+    box_scale: float = 1.25,
+    visibility: Literal["annotated", "is_visible"] = "annotated",
+    single_person_only: bool = False,
+) -> PoseRecords:
+    """One record per annotated person of the MPII release (see the module docstring).
+
+    ``split`` keeps one split ("train" | "val" | "test"), ``None`` keeps all.
+    """
+    mat_path = Path(mat_path).resolve()
+    image_root = Path(image_root).resolve()
+    _check_options(split, visibility, box_scale)
+    split_map = _read_split_file(split_file) if split_file is not None else None
+    annolist, img_train, single = _load_release(mat_path, single_person_only)
 
     paths, splits, joints_out, visible_out, boxes = [], [], [], [], []
     for i, ann in enumerate(annolist):
-        image = getattr(ann, "image", None)
-        name = getattr(image, "name", None)
+        name = getattr(getattr(ann, "image", None), "name", None)
         if not isinstance(name, str) or not name:
             raise CapawareError(mat_path, f"annolist({i + 1}) has no image.name", "the file is damaged; re-download it")
-        if split_map is not None:
-            if name not in split_map:
-                continue
-            image_split = split_map[name]
-        else:
-            image_split = "train" if scalar(img_train[i]) == 1 else "test"
-        if split is not None and image_split != split:
+        image_split = _image_split(name, img_train[i], split_map)
+        if image_split is None or (split is not None and image_split != split):
             continue
         keep = None
         if single is not None:
             keep = {int(k) for k in np.atleast_1d(np.asarray(single[i], dtype=float)).ravel() if np.isfinite(k)}
-
-        for k, rect in enumerate(as_list(getattr(ann, "annorect", None))):
-            if keep is not None and (k + 1) not in keep:
-                continue
-            points = as_list(getattr(getattr(rect, "annopoints", None), "point", None))
-            if not points:
-                continue  # person not annotated (or a test image)
-            objpos = getattr(rect, "objpos", None)
-            cx, cy = scalar(getattr(objpos, "x", None)), scalar(getattr(objpos, "y", None))
-            s = scalar(getattr(rect, "scale", None))
-            if cx is None or cy is None or s is None or not s > 0:
-                continue  # no position/scale: no crop can be made for this person
-
-            xy = np.zeros((N_JOINTS, 2), dtype=np.float32)
-            vis = np.zeros(N_JOINTS, dtype=bool)
-            for p in points:
-                jid, x, y = scalar(getattr(p, "id", None)), scalar(getattr(p, "x", None)), scalar(getattr(p, "y", None))
-                if jid is None or x is None or y is None:
-                    raise CapawareError(mat_path, f"image {i + 1} ({name}), person {k + 1}: a point lacks id/x/y",
-                                        "the file is damaged; re-download it")
-                if jid != int(jid) or not 0 <= jid < N_JOINTS:
-                    raise CapawareError(mat_path, f"image {i + 1} ({name}), person {k + 1}: joint id {jid:g} "
-                                        f"outside 0..{N_JOINTS - 1}", "this is not an MPII annotation file")
-                j = int(jid)
-                xy[j] = (x - 1.0, y - 1.0)  # MATLAB 1-based -> 0-based pixels
-                if visibility == "annotated":
-                    vis[j] = True
-                else:
-                    vis[j] = scalar(getattr(p, "is_visible", None)) == 1
-
-            side = box_scale * PERSON_HEIGHT_PX * s
-            cx, cy = cx - 1.0, cy - 1.0
+        for xy, vis, box in _image_people(ann, i, name, keep, visibility, box_scale, mat_path):
             paths.append(image_root / name)
             splits.append(image_split)
             joints_out.append(xy)
             visible_out.append(vis)
-            boxes.append((cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2))
+            boxes.append(box)
 
     if not paths:
         what = f" in split {split!r}" if split else ""

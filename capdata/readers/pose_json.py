@@ -58,6 +58,59 @@ def _image_size(image_path: Path) -> tuple[float, float]:
     return float(width), float(height)
 
 
+def _explicit_box(img: dict, bad) -> list[float]:
+    """The entry's own ``box`` as four numbers, refused when malformed or empty: the crop the network
+    sees comes straight from it, so a swapped corner must fail here, not as a blank crop later."""
+    box = img["box"]
+    try:
+        if not isinstance(box, list) or len(box) != 4:
+            raise ValueError(box)
+        box = [number(b) for b in box]
+    except ValueError:
+        raise bad(f"box {img['box']!r} is not [x0, y0, x1, y1]") from None
+    if box[2] <= box[0] or box[3] <= box[1]:
+        raise bad(f"box {box} is empty (need x1 > x0 and y1 > y0)")
+    return box
+
+
+def _measured_box(image_path: Path, bad) -> list[float]:
+    """The default crop of an entry with neither box nor size, from the image file's header: the
+    pose distances need a frame of known size, and the file on disk is the only place left to ask."""
+    try:
+        w, h = _image_size(image_path)
+    except ValueError as err:
+        raise bad(f"no 'box' nor 'width'/'height', and the image cannot be opened to measure it "
+                  f"({err.args[0]})",
+                  "give width and height (or a box), or put the image at that path") from None
+    return default_box(w, h)
+
+
+def _sized_box(img: dict, bad) -> list[float]:
+    """The default crop from the entry's ``width``/``height``, which must come together: one alone is
+    more likely a typo than a wish to measure the other from the image."""
+    for key in ("width", "height"):
+        if key not in img:
+            raise bad(f"missing '{key}' (give width and height together, a box, or neither to "
+                      "read them from the image)")
+    try:
+        w, h = number(img["width"]), number(img["height"])
+    except ValueError:
+        raise bad("width/height are not numbers") from None
+    if w <= 0 or h <= 0:
+        raise bad(f"image size {w}x{h} is not positive")
+    return default_box(w, h)
+
+
+def _entry_box(img: dict, folder: Path, bad) -> list[float]:
+    """The crop of one image entry: its box, else the square around its stated size, else around the
+    size read from the image itself (the three ways the format allows, in that order of precedence)."""
+    if "box" in img:
+        return _explicit_box(img, bad)
+    if "width" not in img and "height" not in img:  # measure the image itself (its header only)
+        return _measured_box(folder / str(img["file"]), bad)
+    return _sized_box(img, bad)
+
+
 def read_pose_json(path: str | Path) -> PoseRecords:
     """Every image of a pose JSON file as PoseRecords (absolute paths, float32 joints)."""
     path = Path(path).resolve()
@@ -77,36 +130,7 @@ def read_pose_json(path: str | Path) -> PoseRecords:
             raise bad(f"unknown split {img['split']!r} (expected one of {', '.join(POSE_SPLITS)})")
         xy, vis = read_joints(img["joints"], img["visible"], "visible", bad,
                               "give all 16 joints; mark the unannotated ones invisible")
-        if "box" in img:
-            box = img["box"]
-            try:
-                if not isinstance(box, list) or len(box) != 4:
-                    raise ValueError(box)
-                box = [number(b) for b in box]
-            except ValueError:
-                raise bad(f"box {img['box']!r} is not [x0, y0, x1, y1]") from None
-            if box[2] <= box[0] or box[3] <= box[1]:
-                raise bad(f"box {box} is empty (need x1 > x0 and y1 > y0)")
-        elif "width" not in img and "height" not in img:  # measure the image itself (its header only)
-            try:
-                w, h = _image_size(path.parent / str(img["file"]))
-            except ValueError as err:
-                raise bad(f"no 'box' nor 'width'/'height', and the image cannot be opened to measure it "
-                          f"({err.args[0]})",
-                          "give width and height (or a box), or put the image at that path") from None
-            box = default_box(w, h)
-        else:
-            for key in ("width", "height"):
-                if key not in img:
-                    raise bad(f"missing '{key}' (give width and height together, a box, or neither to "
-                              "read them from the image)")
-            try:
-                w, h = number(img["width"]), number(img["height"])
-            except ValueError:
-                raise bad("width/height are not numbers") from None
-            if w <= 0 or h <= 0:
-                raise bad(f"image size {w}x{h} is not positive")
-            box = default_box(w, h)
+        box = _entry_box(img, path.parent, bad)
 
         paths.append(path.parent / str(img["file"]))
         splits.append(img["split"])

@@ -19,10 +19,11 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from capcore.errors import CapawareError
+from capdata.formats import FORMATS
 from capdata.records import CaptionRecords
 from embedder.labels.wordvecs import stopword_set, tokenize
 
-TRAIN_SPLITS = ("train", "restval")
+TRAIN_SPLITS = FORMATS["karpathy"].train_splits
 
 
 class _Stemmer:

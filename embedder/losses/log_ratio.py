@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from embedder.losses.base import LossBatch, RowLoss
 from embedder.losses.distance import anchor_sq_dist, check_anchor_batch
 from embedder.mining import dense_triplet_mask, not_anchor, triplets_from_mask
 
@@ -106,3 +107,15 @@ def log_ratio_loss_per_triplet(emb: torch.Tensor, anchors: torch.Tensor, label_d
     if not terms:
         return emb.sum() * 0.0
     return torch.stack(terms).mean()
+
+
+class LogRatioLoss(RowLoss):
+    """The paper's row: Eq. 5 over every dense triplet of the batch (``method.distance``: squared, as in the
+    paper, or euclidean, as in the authors' code; ``train.log_ratio_eps`` guards the logarithms)."""
+
+    def __init__(self, method, args, train):
+        super().__init__(method, args, train)
+        self.eps, self.squared = train.log_ratio_eps, method.distance == "squared"
+
+    def forward(self, batch: LossBatch) -> torch.Tensor:
+        return log_ratio_loss(batch.emb, batch.anchors, batch.label_dist, eps=self.eps, squared=self.squared)

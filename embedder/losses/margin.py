@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from embedder.losses.base import LossBatch, RowLoss
 from embedder.mining import distance_weighted_triplets
 
 
@@ -53,3 +54,14 @@ class MarginLoss(torch.nn.Module):
             return emb.sum() * 0.0 + self.beta.sum() * 0.0
         loss = self.loss_fn(emb, indices_tuple=(anchors.to(a.device)[a], p, n))
         return loss
+
+
+class MarginRowLoss(RowLoss):
+    """The Margin+DWS row: ``MarginLoss`` with alpha = ``method.margin``, sampling with the row's generator."""
+
+    def __init__(self, method, args, train):
+        super().__init__(method, args, train)
+        self.margin_loss = MarginLoss(margin=method.margin)
+
+    def forward(self, batch: LossBatch) -> torch.Tensor:
+        return self.margin_loss(batch.emb, batch.anchors, batch.positive, generator=batch.generator)

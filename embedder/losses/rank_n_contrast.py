@@ -27,6 +27,7 @@ import math
 
 import torch
 
+from embedder.losses.base import LossBatch, RowLoss
 from embedder.losses.distance import check_anchor_batch
 from embedder.mining import not_anchor
 
@@ -93,3 +94,14 @@ def rank_n_contrast_loss(emb: torch.Tensor, anchors: torch.Tensor, label_dist: t
         return emb.sum() * 0.0
     dist = torch.cdist(emb[anchors], emb, compute_mode="donot_use_mm_for_euclid_dist")
     return _pair_terms(-dist / temperature, anchors, label_dist).sum() / count
+
+
+class RankNContrastLoss(RowLoss):
+    """Rank-N-Contrast over every pair of the batch (``method.temperature``)."""
+
+    def __init__(self, method, args, train):
+        super().__init__(method, args, train)
+        self.temperature = method.temperature
+
+    def forward(self, batch: LossBatch) -> torch.Tensor:
+        return rank_n_contrast_loss(batch.emb, batch.anchors, batch.label_dist, temperature=self.temperature)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from embedder.losses.base import LossBatch, RowLoss
 from embedder.losses.distance import anchor_sq_dist
 
 
@@ -37,3 +38,14 @@ def triplet_loss(emb: torch.Tensor, anchors: torch.Tensor, mask: torch.Tensor,
     if int(count) == 0:
         return emb.sum() * 0.0
     return torch.where(mask, hinge, hinge.new_zeros(())).sum() / count.to(hinge.dtype)
+
+
+class TripletLoss(RowLoss):
+    """The triplet baselines: Eq. 1 on the binary-mined or Eq. 11 on the dense-mined triplets (``method.margin``)."""
+
+    def __init__(self, method, args, train):
+        super().__init__(method, args, train)
+        self.margin = method.margin
+
+    def forward(self, batch: LossBatch) -> torch.Tensor:
+        return triplet_loss(batch.emb, batch.anchors, batch.triplets, margin=self.margin)

@@ -25,6 +25,7 @@ from capcore.run_layout import (
     read_manifest,
     resolve,
 )
+from capdata.formats import read_records
 from embedder.retrieval_report import BOUNDS
 
 TRACKS = ("pose", "layout", "caption")
@@ -145,6 +146,17 @@ def load_embeddings(path: Path) -> dict | None:
                 "name": str(f["name"])}
 
 
+def study_data(data: dict, root: Path):
+    """A study's ``data`` section as a stage-one config's, at ``root`` (where this report found it). The
+    embedded default is not generated again here: labels of a missing dataset are reported missing."""
+    from omegaconf import OmegaConf
+
+    from embedder.config import DataConfig
+
+    known = {k: v for k, v in data.items() if k in DataConfig.__dataclass_fields__}
+    return OmegaConf.merge(OmegaConf.structured(DataConfig), {**known, "root": str(root), "synthetic": None})
+
+
 def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
     """Joints of every evaluation item in its crop frame ([N, 16, 2] in 0..1, NaN where invisible),
     aligned with the study's items.json, or None and why not."""
@@ -153,17 +165,7 @@ def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
     if root is None:
         return None, f"the pose data folder {data.get('root')!r} of {study.name} is not there"
     try:
-        if data.get("format", "pose_json") == "pose_json":
-            from capdata.readers.pose_json import read_pose_json
-
-            records = read_pose_json(root / (data.get("annotation") or "poses.json"))
-        else:
-            from omegaconf import OmegaConf
-
-            from embedder.data import read_records
-
-            section = {k: v for k, v in data.items() if k not in ("query_split", "db_split")}
-            records = read_records(OmegaConf.create({**section, "root": str(root)}))
+        records = read_records(study_data(data, root))
     except Exception as err:  # noqa: BLE001 - a label-less map is still drawn; the caption says why
         return None, f"the pose labels could not be read ({str(err)[:160]})"
     splits = [data.get("query_split", "test"), data.get("db_split", "train")]

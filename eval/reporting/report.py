@@ -30,7 +30,7 @@ from PIL import Image
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import RunDir
 from embedder.retrieval_report import BOUNDS, TABLE_K, plot_curves
-from eval.reporting.captions import section_attention, section_examples, section_table1
+from eval.reporting.caption_sections import section_attention, section_examples, section_table1
 from eval.reporting.html import Cell, Section, anchor, code, esc, figure, page, table
 from eval.reporting.inputs import (
     TRACKS,
@@ -256,31 +256,15 @@ def _pick_pose_study(ctx: Context, studies: list[Study]):
     return None, []
 
 
-def section_tsne(ctx: Context, studies: list[Study]) -> Section:
-    from eval.reporting.figures import (
-        first_component,
-        label_vectors,
-        neighbour_ratio,
-        plot_maps,
-        tsne,
-    )
+def _tsne_items(ctx: Context, study: Study, lr_emb) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+    """(items, index of each item's first embedding row, pose labels or None, why no labels).
 
-    sec = Section("6. Pose embeddings in 2-D (t-SNE)")
-    try:
-        import sklearn.manifold  # noqa: F401 - optional: only this section needs it
-    except ImportError:
-        sec.note_missing("scikit-learn (its TSNE draws this map)", "pip install scikit-learn")
-        return sec
-    study, rows = _pick_pose_study(ctx, studies)
-    if study is None:
-        poses = [s.name for s in studies if s.track == "pose" and not s.sweep]
-        sec.note_missing(f"embeddings of a trained log-ratio pose row (query_emb/db_emb in its .npz; pose studies "
-                         f"found: {', '.join(poses) or 'none'}; files written before embeddings were stored lack them)",
-                         f"{STAGE1} for the pose config: a rerun recomputes rows without embeddings and reuses "
-                         "the trained models")
-        return sec
+    Queries and database share items, so each is drawn once; a fixed-seed subsample keeps t-SNE's
+    quadratic cost bounded by ``ctx.tsne_points`` and the picture the same from run to run.
+    """
+    from eval.reporting.figures import label_vectors
+
     joints, why = pose_labels(study, ctx.run)
-    lr_emb = rows[1][2]
     items = np.concatenate([lr_emb["query_items"], lr_emb["db_items"]])
     items, first = np.unique(items, return_index=True)
     if len(items) > ctx.tsne_points:
@@ -289,7 +273,15 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
     if joints is not None and items.max() >= len(joints):
         joints, why = None, "the pose labels have fewer items than the embeddings index"
     labels = label_vectors(joints[items]) if joints is not None else None
-    colour, loads = first_component(labels) if labels is not None else (None, "")
+    return items, first, labels, why
+
+
+def _tsne_maps(ctx: Context, sec: Section, rows, lr_emb, first: np.ndarray, labels: np.ndarray | None):
+    """(titled 2-D maps, their source files, neighbour-ratio HTML) for each row whose embeddings can be
+    drawn beside the log-ratio one; a row that cannot (absent, other items, non-finite) becomes a note on
+    ``sec`` instead, so one bad file costs its panel and not the section."""
+    from eval.reporting.figures import neighbour_ratio, tsne
+
     maps, sources, ratios = [], [], []
     for name, path, emb in rows:
         if emb is None:
@@ -313,6 +305,30 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
             title += f"; neighbour label ratio {ratio:.2f}"
         maps.append((title, xy))
         sources.append(code(ctx.shown(path)))
+    return maps, sources, ratios
+
+
+def section_tsne(ctx: Context, studies: list[Study]) -> Section:
+    from eval.reporting.figures import first_component, plot_maps
+
+    sec = Section("6. Pose embeddings in 2-D (t-SNE)")
+    try:
+        import sklearn.manifold  # noqa: F401 - optional: only this section needs it
+    except ImportError:
+        sec.note_missing("scikit-learn (its TSNE draws this map)", "pip install scikit-learn")
+        return sec
+    study, rows = _pick_pose_study(ctx, studies)
+    if study is None:
+        poses = [s.name for s in studies if s.track == "pose" and not s.sweep]
+        sec.note_missing(f"embeddings of a trained log-ratio pose row (query_emb/db_emb in its .npz; pose studies "
+                         f"found: {', '.join(poses) or 'none'}; files written before embeddings were stored lack them)",
+                         f"{STAGE1} for the pose config: a rerun recomputes rows without embeddings and reuses "
+                         "the trained models")
+        return sec
+    lr_emb = rows[1][2]
+    items, first, labels, why = _tsne_items(ctx, study, lr_emb)
+    colour, loads = first_component(labels) if labels is not None else (None, "")
+    maps, sources, ratios = _tsne_maps(ctx, sec, rows, lr_emb, first, labels)
     if not maps:
         return sec
     rel = f"img/{anchor(study.name)}/tsne.png"

@@ -1,10 +1,10 @@
 """Captioning results in the layout of Kim et al.'s Table 1: ``python -m eval.reporting.results_table RUN... --out DIR``.
 
 Each RUN is a captioner run folder (every ``metrics_*.json`` / ``*.metrics.json`` in it is one row) or
-a metrics JSON of ``eval.captions`` itself. A row's identity is read from the files the captions came
+a metrics JSON of ``eval.score_captions`` itself. A row's identity is read from the files the captions came
 from, never from folder names, so a renamed folder or a swapped features file cannot mislabel it:
 
-    model     ``core`` of the predictions' meta (``PREDS.meta.json``, written by captioners.decode);
+    model     ``core`` of the predictions' meta (``PREDS.meta.json``, written by captioners.predict);
               for an older meta, ``model.core`` of the config.yaml next to its checkpoint
     features  attribute ``backbone`` of the features file the meta names (read with h5py):
               imagenet | class-pretrained -> Img, metric-learning -> Cap, oracle -> Oracle, anything else
@@ -47,7 +47,7 @@ DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
 MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down"}
 ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
          "training": ["XE", "RL"]}
-STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.decode, then eval.captions)"
+STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.predict, then eval.score_captions)"
 
 
 def _json(path: Path, what: str) -> dict:
@@ -99,7 +99,7 @@ def _model_core(meta: dict, meta_file: Path) -> str:
         if core:
             return str(core)
     raise CapawareError(meta_file, "names no model core, and no config.yaml lies next to its checkpoint",
-                        "decode again with python -m captioners.decode (its meta names the core)")
+                        "decode again with python -m captioners.predict (its meta names the core)")
 
 
 def read_row(metrics_file: Path) -> dict:
@@ -107,16 +107,16 @@ def read_row(metrics_file: Path) -> dict:
     report = _json(metrics_file, "metrics file")
     values = report.get("metrics")
     if not isinstance(values, dict) or "CIDEr-D" not in values:
-        raise CapawareError(metrics_file, "not an eval.captions metrics file (no metrics.CIDEr-D)", STAGE3_FIX)
+        raise CapawareError(metrics_file, "not an eval.score_captions metrics file (no metrics.CIDEr-D)", STAGE3_FIX)
     preds = Path(str(report.get("preds", "")))
     if not preds.name:
         raise CapawareError(metrics_file, "does not name its predictions file", STAGE3_FIX)
     meta_file = preds.with_name(preds.stem + ".meta.json")
     if not meta_file.is_file():  # a moved run folder: look beside the metrics file
         meta_file = metrics_file.with_name(meta_file.name)
-    meta = _json(meta_file, f"meta of the predictions {preds.name} (written by captioners.decode)")
+    meta = _json(meta_file, f"meta of the predictions {preds.name} (written by captioners.predict)")
     if not meta.get("features"):
-        raise CapawareError(meta_file, "names no features file", "decode again with python -m captioners.decode")
+        raise CapawareError(meta_file, "names no features file", "decode again with python -m captioners.predict")
     label, backbone, backbone_method = features_label(Path(meta["features"]))
     core = _model_core(meta, meta_file)
     stage = str(meta.get("stage") or "xe").upper()

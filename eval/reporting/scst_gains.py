@@ -2,7 +2,7 @@
 
 CAPTIONERS_DIR holds XE runs and the SCST runs started from them, as scripts/pipeline.sh leaves them
 (``img_att2all2`` and ``img_att2all2_scst``, ...). For each pair it reads the test metrics of both
-(eval.captions' metrics_test.json) and the SCST run's history.json (val CIDEr-D at epoch 0, the XE
+(eval.score_captions' metrics_test.json) and the SCST run's history.json (val CIDEr-D at epoch 0, the XE
 start, and at its best epoch), and checks what a user expects of SCST (issue #26):
 
 - CIDEr-D above the XE run's;
@@ -44,11 +44,11 @@ def _json(path: Path, what: str):
 
 def test_numbers(run: Path, split: str = "test") -> dict:
     """CIDEr-D, BLEU-4, distinct captions, bad endings and mean length of a run's scored predictions."""
-    m = _json(run / f"metrics_{split}.json", "metrics file (eval.captions)")
+    m = _json(run / f"metrics_{split}.json", "metrics file (eval.score_captions)")
     d = m.get("discriminativeness") or {}
     if d.get("bad_endings") is None:
         raise CapawareError(run / f"metrics_{split}.json", "has no bad_endings figure (scored before issue #26)",
-                            "score it again: python -m eval.captions, or rerun the stage script")
+                            "score it again: python -m eval.score_captions, or rerun the stage script")
     return {"C": m["metrics"]["CIDEr-D"], "B4": m["metrics"]["BLEU-4"], "distinct": d["distinct_captions"],
             "bad": d["bad_endings"], "length": d["mean_length"], "signature": m.get("scst_signature")}
 

@@ -1,6 +1,6 @@
 """SCST recipes compared over seeds: ``python -m eval.reporting.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
 
-JOBS.json (written by scripts/scst_recipes.py) lists, per recipe, seed and captioner, the XE run and
+JOBS.json (written by scripts/run_scst_recipes.py) lists, per recipe, seed and captioner, the XE run and
 the SCST run started from it. For every job eval.reporting.scst_gains reads both runs; per recipe this writes,
 over seeds (each seed's value is the mean over its captioners, then mean ± sd over seeds):
 
@@ -41,10 +41,10 @@ def load_jobs(path: str | Path) -> list[dict]:
     try:
         jobs = json.loads(Path(path).read_text())["jobs"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise CapawareError(path, f"not a jobs file of scripts/scst_recipes.py ({err.__class__.__name__})",
-                            "run python scripts/scst_recipes.py PIPELINE_CONFIG RUN SEED...") from None
+        raise CapawareError(path, f"not a jobs file of scripts/run_scst_recipes.py ({err.__class__.__name__})",
+                            "run python scripts/run_scst_recipes.py PIPELINE_CONFIG RUN SEED...") from None
     if not jobs:
-        raise CapawareError(path, "lists no jobs", "run python scripts/scst_recipes.py with some seeds")
+        raise CapawareError(path, "lists no jobs", "run python scripts/run_scst_recipes.py with some seeds")
     return jobs
 
 
@@ -156,7 +156,7 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
         lines.append(f"| {d['pair']} | {_f(d['val_dC'])} | {_f(d['C'])} | {_f(d['dB4'])} | "
                      f"{_f(d['dbad'], pct=True)} | {_f(d['length'], 2)} |")
     lines += ["", f"Chosen on val: {why}.", "",
-              "Δ: SCST minus its XE start (test split, beam 2, eval.captions); val ΔC: best val epoch minus the "
+              "Δ: SCST minus its XE start (test split, beam 2, eval.score_captions); val ΔC: best val epoch minus the "
               "XE start (rl.train's history); bad endings: captions whose last word ends no training reference; "
               "all 4 checks: " + "; ".join(d for d, _ in CHECKS.values()) + ". Recipes: baseline greedy | mean of "
               "the other samples; eos | noeos: the end token in the CIDEr-D reward or not; xe | plain: with the "
@@ -166,7 +166,7 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("jobs", help="jobs.json of scripts/scst_recipes.py")
+    parser.add_argument("jobs", help="jobs.json of scripts/run_scst_recipes.py")
     parser.add_argument("--out", required=True, help="folder for scst_recipes.{md,json}")
     parser.add_argument("--machine", default="not given (--machine)")
     a = parser.parse_args(argv)

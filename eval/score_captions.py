@@ -1,4 +1,4 @@
-"""Caption metrics through pycocoevalcap: ``python -m eval.captions --preds preds.json --refs REFS --split test``.
+"""Caption metrics through pycocoevalcap: ``python -m eval.score_captions --preds preds.json --refs REFS --split test``.
 
 Inputs: predictions in the COCO results format ``[{"image_id": int, "caption": str}]``; references as
 a Karpathy ``dataset_*.json`` (the split's images, their ``raw`` sentences) or a COCO
@@ -14,7 +14,7 @@ Written: ``--out`` metrics JSON::
     {"metrics": {"BLEU-1": float, ..., "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE": float | null},
      "unavailable": {metric: "why, and how to install"}, "notes": [...], "n_images": int,
      "n_split_images": int, "split", "preds", "refs", "preds_sha256", "config_hash" and "scst_signature"
-     (from preds.meta.json, written by captioners.decode, else null; the signature says which SCST
+     (from preds.meta.json, written by captioners.predict, else null; the signature says which SCST
      variant trained the model, rl/signature.py), "tokenizer", "command", "discriminativeness" (unique,
      distinct, novel captions, vocabulary, mean length, bad endings: captioners/discriminative.py)}
 
@@ -68,6 +68,55 @@ class Scores:
     tokenizer: str = ""
 
 
+def _tokenize(flat: list[str], tokenizer: str) -> tuple[list[str], str]:
+    """(tokens of ``flat``, the tokenizer's name for the report). PTB is what the COCO server uses, so it is
+    the default and a missing Java stops here with the fix; "simple" exists for machines without Java."""
+    if tokenizer == "ptb":
+        if jv.java_info() is None:
+            raise CapawareError("java", "no Java runtime found on PATH; the PTB tokenizer (as the COCO server uses) "
+                                "is Java", f"{jv.JAVA_FIX}; or pass --tokenizer simple (no Java, METEOR and SPICE "
+                                "n/a, numbers not comparable to published ones)")
+        java = jv.require_java()
+        return jv.ptb_tokenize(flat), f"PTB (stanford-corenlp-3.4.1, Java {java.version})"
+    if tokenizer == "simple":
+        return simple_tokenize(flat), "simple (Python regex; not the COCO tokenizer)"
+    raise CapawareError("--tokenizer", f"unknown tokenizer {tokenizer!r}", "use ptb or simple")
+
+
+def _score_meteor(out: Scores, put, ids: list[int], res: dict, gts: dict, meteor: bool) -> None:
+    """METEOR into ``out``, or why it is unavailable: it needs Java and a JVM of its own, and a failure
+    there must not cost the metrics already computed."""
+    if not meteor:
+        out.unavailable["METEOR"] = "skipped (--no-meteor or CAPAWARE_METEOR=off)"
+    elif jv.java_info() is None:
+        out.unavailable["METEOR"] = f"no Java runtime; {jv.JAVA_FIX}"
+    else:
+        try:
+            with jv.Meteor() as m:
+                total, per = m.score([res[i][0] for i in ids], [gts[i] for i in ids])
+            put("METEOR", total, per)
+        except jv.MeteorError as err:
+            out.unavailable["METEOR"] = f"{err}; run python -m eval.doctor"
+
+
+def _score_spice(out: Scores, put, ids: list[int], res: dict, gts: dict, spice: bool,
+                 corenlp_dir: str | Path | None, spice_cache: str | Path | None) -> None:
+    """SPICE into ``out``, or why it is unavailable (it needs Java and the CoreNLP models, which a machine
+    may lack); its parse cache folder is created here because SPICE will not create it."""
+    why = "skipped (--no-spice)" if not spice else jv.spice_unavailable(corenlp_dir)
+    if why:
+        out.unavailable["SPICE"] = why
+        return
+    cache = Path(spice_cache) if spice_cache else None
+    if cache:
+        cache.mkdir(parents=True, exist_ok=True)
+    total, per, note = jv.spice_score(ids, [res[i][0] for i in ids], [gts[i] for i in ids],
+                                      jv.corenlp_dir(corenlp_dir), cache)
+    put("SPICE", total, per)
+    if note:
+        out.notes.append(note)
+
+
 def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor: bool = True, spice: bool = True,
                    corenlp_dir: str | Path | None = None, spice_cache: str | Path | None = None,
                    tokenizer: str = "ptb") -> Scores:
@@ -82,19 +131,7 @@ def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor:
         raise CapawareError("predictions", f"{len(unknown)} predicted images have no references (e.g. {unknown[:5]})",
                             "score against the references of the same split / dataset")
     flat = [preds[i] for i in ids] + [r for i in ids for r in refs[i]]
-    if tokenizer == "ptb":
-        if jv.java_info() is None:
-            raise CapawareError("java", "no Java runtime found on PATH; the PTB tokenizer (as the COCO server uses) "
-                                "is Java", f"{jv.JAVA_FIX}; or pass --tokenizer simple (no Java, METEOR and SPICE "
-                                "n/a, numbers not comparable to published ones)")
-        java = jv.require_java()
-        tokens = jv.ptb_tokenize(flat)
-        tok_name = f"PTB (stanford-corenlp-3.4.1, Java {java.version})"
-    elif tokenizer == "simple":
-        tokens = simple_tokenize(flat)
-        tok_name = "simple (Python regex; not the COCO tokenizer)"
-    else:
-        raise CapawareError("--tokenizer", f"unknown tokenizer {tokenizer!r}", "use ptb or simple")
+    tokens, tok_name = _tokenize(flat, tokenizer)
     res, gts, k = {}, {}, len(ids)
     for n, i in enumerate(ids):
         res[i] = [tokens[n]]
@@ -115,31 +152,8 @@ def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor:
     put("ROUGE-L", total, per)
     total, per = Cider().compute_score(gts, res)
     put("CIDEr-D", total, per)
-
-    if not meteor:
-        out.unavailable["METEOR"] = "skipped (--no-meteor or CAPAWARE_METEOR=off)"
-    elif jv.java_info() is None:
-        out.unavailable["METEOR"] = f"no Java runtime; {jv.JAVA_FIX}"
-    else:
-        try:
-            with jv.Meteor() as m:
-                total, per = m.score([res[i][0] for i in ids], [gts[i] for i in ids])
-            put("METEOR", total, per)
-        except jv.MeteorError as err:
-            out.unavailable["METEOR"] = f"{err}; run python -m eval.doctor"
-
-    why = "skipped (--no-spice)" if not spice else jv.spice_unavailable(corenlp_dir)
-    if why:
-        out.unavailable["SPICE"] = why
-    else:
-        cache = Path(spice_cache) if spice_cache else None
-        if cache:
-            cache.mkdir(parents=True, exist_ok=True)
-        total, per, note = jv.spice_score(ids, [res[i][0] for i in ids], [gts[i] for i in ids],
-                                          jv.corenlp_dir(corenlp_dir), cache)
-        put("SPICE", total, per)
-        if note:
-            out.notes.append(note)
+    _score_meteor(out, put, ids, res, gts, meteor)
+    _score_spice(out, put, ids, res, gts, spice, corenlp_dir, spice_cache)
     return out
 
 
@@ -177,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     meta_file = Path(a.preds).with_name(Path(a.preds).stem + ".meta.json")
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     args = argv if argv is not None else sys.argv[1:]
-    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.captions", *args])
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.score_captions", *args])
     report = {"metrics": {m: _finite(v) for m, v in s.metrics.items()}, "unavailable": s.unavailable,
               "notes": s.notes, "n_images": len(preds),
               "n_split_images": n_split, "split": a.split if kind == "karpathy" else None,

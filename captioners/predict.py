@@ -1,11 +1,11 @@
-"""Caption a split: ``python -m captioners.decode --checkpoint best.pt --split test --out preds.json``.
+"""Caption a split: ``python -m captioners.predict --checkpoint best.pt --split test --out preds.json``.
 
 Written files::
 
     preds.json       COCO results format: [{"image_id": int, "caption": str}, ...] in the split's order
     preds.meta.json  {"checkpoint", "config_hash", "core", "stage" (xe | rl: the checkpoint's, xe when
                       absent), "split", "method", "beam_size", "temperature", "features", "n_images",
-                      "command", "scst_signature" (rl/signature.py; null for XE)}: eval.captions copies
+                      "command", "scst_signature" (rl/signature.py; null for XE)}: eval.score_captions copies
                       config_hash and scst_signature from it; eval.reporting.results_table reads core, stage and
                       the features file (whose backbone attribute says Img / Cap)
     --attention A.h5 (optional) image_id [N] int64, seq [N, T] int32 (0 after the end),
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                                 progress=not a.no_progress)
     results = [{"image_id": int(i), "caption": preds[int(i)]} for i in dataset.image_ids]
     write_text(a.out, "[\n" + ",\n".join(json.dumps(r) for r in results) + "\n]\n")  # one caption per line
-    command = " ".join(shlex.quote(x) for x in ["python", "-m", "captioners.decode", *(argv or sys.argv[1:])])
+    command = " ".join(shlex.quote(x) for x in ["python", "-m", "captioners.predict", *(argv or sys.argv[1:])])
     meta = {"checkpoint": str(Path(a.checkpoint).resolve()), "config_hash": card.config_hash,
             "core": card.core, "stage": card.stage, "split": split,
             "method": a.method, "beam_size": a.beam_size, "temperature": a.temperature,

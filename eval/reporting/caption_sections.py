@@ -146,7 +146,7 @@ def section_examples(ctx, captioning) -> Section:
     models = list(dict.fromkeys(r.row.get("model", "?") for r in runs))  # Table 1 order
     sources = "; ".join(f"{esc(r.label)}: {code(ctx.shown(r.preds_file))}" for r in runs)
     sec.add(f"<p class=note>Shown: {esc(how)}. Each caption with its per-image CIDEr-D. Captions from the predictions "
-            f"files ({code('python -m captioners.decode')}, {esc(runs[0].row.get('decoding', '?'))}): {sources}. "
+            f"files ({code('python -m captioners.predict')}, {esc(runs[0].row.get('decoding', '?'))}): {sources}. "
             f"Ground truth and images from {code(ctx.shown(refs_file))}.</p>")
     for image_id in ids:
         lines, classes = [], []

@@ -1,0 +1,81 @@
+"""A new loss and a new dataset format are each one file plus one registration line (issue #38).
+
+The toy loss and the toy reader live in tests/toy_plugins/; this test registers them, one line each,
+and runs a whole stage-one study on them: the config check accepts their names, the study reads the
+CSV through ``capdata.formats`` and trains and evaluates a row with the toy loss.
+"""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from capdata import formats
+from capdata.formats import Format, register_format
+from embedder.config import load_config
+from embedder.losses import registry
+from embedder.losses.registry import register_loss
+from embedder.retrieval_report import load_rows
+from embedder.study import run_study
+from tests.toy_plugins.toy_loss import DistanceRegressionLoss
+from tests.toy_plugins.toy_reader import read_pose_csv
+
+
+@pytest.fixture
+def registries():
+    """The two tables as they were, after the test (its registrations are its own)."""
+    saved = dict(formats.FORMATS), dict(registry.LOSSES)
+    yield
+    for table, old in zip((formats.FORMATS, registry.LOSSES), saved):
+        table.clear()
+        table.update(old)
+
+
+def write_pose_csv(root):
+    """The embedded-default poses, rewritten as the toy CSV beside their images."""
+    from capdata.synthetic import generate_poses
+
+    generate_poses(root, n_train=40, n_test=8, seed=0, size=32)
+    entries = json.loads((root / "poses.json").read_text())["images"]
+    with open(root / "poses.csv", "w", newline="") as f:
+        for e in entries:
+            csv.writer(f).writerow([e["file"], e["split"], e["width"], e["height"], *np.ravel(e["joints"])])
+    (root / "poses.json").unlink()  # nothing but the CSV describes the set
+    return len(entries)
+
+
+def tiny(tmp_path, extra):
+    return load_config("configs/demo/demo_pose.yaml", [
+        f"data.root={tmp_path / 'poses'}", f"out_dir={tmp_path / 'run'}", "data.input_size=32", "data.synthetic=null",
+        "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3", "graph.m=8",
+        "train.positives=4", "eval.k=5", "model.embed_dim=8", *extra])
+
+
+def test_a_toy_loss_and_a_toy_reader_run_through_stage_one(tmp_path, registries):
+    n = write_pose_csv(tmp_path / "poses")
+    register_format("pose_csv", Format("pose", "poses.csv", read_pose_csv))
+    register_loss("distance_regression", "tests.toy_plugins.toy_loss:DistanceRegressionLoss", normalised=False,
+                  mined=False, args={"power": 1.0})
+    cfg = tiny(tmp_path, ["data.format=pose_csv", "methods=[{name: toy, loss: distance_regression, "
+                          "loss_args: {power: 0.5}}]"])
+    DistanceRegressionLoss.calls = 0
+    ret_dir = run_study(cfg, progress=False)
+    rows = load_rows(ret_dir)
+    assert list(rows) == ["Oracle", "Untrained", "toy"]
+    assert DistanceRegressionLoss.calls == 6  # ceil(0.3 epochs x 20 steps per epoch): every step used the toy loss
+    items = json.loads((ret_dir / "items.json").read_text())
+    assert len(items["image_paths"]) <= n and all(p.endswith(".png") for p in items["image_paths"])
+    assert all(0 < v <= 1 + 1e-9 for v in rows["toy"]["ndcg"])
+
+
+def test_unregistered_names_stop_at_the_config_with_their_fix(tmp_path, registries):
+    for extra, key in ((["data.format=pose_csv"], "data.format"),
+                       (["methods=[{name: toy, loss: distance_regression}]"], "methods[0].loss")):
+        with pytest.raises(Exception) as err:
+            tiny(tmp_path, extra)
+        assert key in str(err.value) and "use one of" in str(err.value)
+    register_loss("distance_regression", "tests.toy_plugins.toy_loss:DistanceRegressionLoss", normalised=False,
+                  mined=False, args={"power": 1.0})
+    with pytest.raises(Exception) as err:
+        tiny(tmp_path, ["methods=[{name: toy, loss: distance_regression, loss_args: {pwoer: 2.0}}]"])
+    assert "methods[0].loss_args.pwoer" in str(err.value) and "use one of power" in str(err.value)
