@@ -1,9 +1,11 @@
 """Captioner speed and memory at the paper's sizes on CPU: XE training steps/s, peak RSS, decoding images/s.
 
 ``python benchmarks/bench_captioners.py [--steps 3] [--threads 2] [--decode-images 32] [--vocab 9487]``
+``python benchmarks/bench_captioners.py --demo-sizes --regions 16 --channels 512 --vocab 60 --threads 1``
+(the demo's models on its 4 x 4 grid of 512 channels, one thread each, as make demo runs them)
 
-Models are built from ``configs/paper/coco_att2all2.yaml`` (batch 16, LSTM 512) and ``configs/paper/coco_topdown.yaml``
-(batch 32, LSTMs 1024), on random ResNet-101-shaped features (196 regions x 2048, fc 2048) held in
+Models are built from ``configs/paper/coco_att2all2.yaml`` (batch 16, LSTM 512), ``configs/paper/coco_topdown.yaml``
+(batch 32, LSTMs 1024) and ``configs/paper/coco_transformer.yaml`` (batch 10, 6 + 6 layers of width 512), on random ResNet-101-shaped features (196 regions x 2048, fc 2048) held in
 memory, so the numbers are the model's own (no HDF5 reads). Captions: 5 per image, random words,
 8-16 long (COCO's mean is ~10); the vocabulary is Karpathy COCO's at threshold 5 (9,487 words).
 Training step = teacher-forced forward + masked XE + backward + gradient clamp + Adam, dropout on;
@@ -32,11 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from capcore.cpu_isa import cpu_line  # noqa: E402
-from captioners.config import load_captioner_config  # noqa: E402
+from captioners.config import core_args, load_captioner_config  # noqa: E402
 from captioners.decoding import beam_search, greedy  # noqa: E402
 from captioners.model import Captioner, xe_loss  # noqa: E402
 
-MODELS = {"att2all2": "configs/paper/coco_att2all2.yaml", "topdown": "configs/paper/coco_topdown.yaml"}
+MODELS = {"att2all2": "configs/paper/coco_att2all2.yaml", "topdown": "configs/paper/coco_topdown.yaml",
+          "transformer": "configs/paper/coco_transformer.yaml"}
 
 
 def rss_mib() -> float:
@@ -73,10 +76,10 @@ def run_one(core: str, a) -> dict:
     """One model in this process: training speed, peak memory, decoding speed."""
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    cfg = load_captioner_config(ROOT / MODELS[core])
+    cfg = load_captioner_config(ROOT / (f"configs/demo/demo_{core}.yaml" if a.demo_sizes else MODELS[core]))
     m, t = cfg.model, cfg.train
     model = Captioner(core, a.vocab, a.channels, a.channels, m.input_encoding_size, m.rnn_size, m.att_hid_size,
-                      m.drop_prob_lm)
+                      m.drop_prob_lm, core_args=core_args(m))
     opt = torch.optim.Adam(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps)
     g = torch.Generator().manual_seed(0)
     fc, att, seq = random_batch(t.batch_size, cfg.data.seq_per_img, a.regions, a.channels, a.vocab, a.max_len, g)
@@ -114,6 +117,9 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=2048)
     parser.add_argument("--max-len", type=int, default=16)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--demo-sizes", action="store_true",
+                        help="build each model from configs/demo/demo_<core>.yaml instead (pair with --regions 16 "
+                             "--channels 512, the demo's grid)")
     parser.add_argument("--only", default=None, help=argparse.SUPPRESS)  # child process: one model, JSON out
     a = parser.parse_args()
     if a.only:

@@ -145,3 +145,10 @@ def test_problems_are_one_line_errors_naming_the_file(tmp_path, feats, capsys):
     (run / "metrics_test.json").write_text("{")
     assert "not valid JSON" in cli(run)
     assert not (tmp_path / "out").exists()
+
+
+def test_every_core_has_a_display_name():
+    from captioners.config import CORE_NAMES
+    from eval.reporting.results_table import MODEL_NAMES
+
+    assert set(MODEL_NAMES) == set(CORE_NAMES)

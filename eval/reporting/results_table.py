@@ -11,7 +11,7 @@ from, never from folder names, so a renamed folder or a swapped features file ca
               -> Custom; a ``label`` attribute (set by the dump's config: Attr, Cap2) names the row instead
     training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
 
-Rows are ordered Model (Att2all2, Top-Down) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
+Rows are ordered Model (Att2all2, Top-Down, Transformer) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
 M, R, S as fractions (as the paper prints them), then three columns beside them: from the
 ``grounding_<split>.json`` of eval.grounding beside the metrics file, G (CIDEr-D with each image's own
 features over CIDEr-D with the features shuffled across images; ~1 means the captions ignore the image)
@@ -44,7 +44,7 @@ from feature_extract.row_labels import label_of
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
-MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down"}
+MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down", "transformer": "Transformer"}
 ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
          "training": ["XE", "RL"]}
 STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.predict, then eval.score_captions)"
