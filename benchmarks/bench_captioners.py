@@ -130,7 +130,7 @@ def main() -> None:
     print(f"# torch {torch.__version__}, {a.threads} threads, {cpu_line()}, "
           f"float32 CPU; features {a.regions} x {a.channels} (random), vocab {a.vocab}, {a.max_len} words; "
           f"load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
-    print(f"{'model':>9} {'batch':>5} {'rnn':>5} {'params':>7} {'step s (min)':>14} {'steps/s':>8} {'img/s':>6} "
+    print(f"{'model':>11} {'batch':>5} {'rnn':>5} {'params':>7} {'step s (min)':>14} {'steps/s':>8} {'img/s':>6} "
           f"{'model+batch':>11} {'peak RSS':>9} {'greedy img/s':>12} {'beam2 img/s':>11}")
     for core in a.models:
         proc = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--only", core], capture_output=True, text=True,
@@ -138,8 +138,8 @@ def main() -> None:
         if proc.returncode != 0:
             sys.exit(f"{core}: benchmark child failed: {proc.stderr.strip()[-500:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{core:>9} {r['batch']:>5} {r['rnn']:>5} {r['params_m']:>6.1f}M "
-              f"{r['step_s']:>6.2f} ({r['step_min']:>5.2f}) {1 / r['step_s']:>8.3f} {r['batch'] / r['step_s']:>6.1f} "
+        print(f"{core:>11} {r['batch']:>5} {r['rnn']:>5} {r['params_m']:>6.1f}M "
+              f"{r['step_s']:>6.3f} ({r['step_min']:>5.3f}) {1 / r['step_s']:>8.3f} {r['batch'] / r['step_s']:>6.1f} "
               f"{r['base_mib']:>8.0f}MiB {r['peak_mib']:>6.0f}MiB {r['greedy_ips']:>12.1f} {r['beam_ips']:>11.1f}")
 
 

@@ -4,7 +4,9 @@ and the Transformer (captioners/transformer_core.py) differ only here, and ``COR
 
 A core's interface, which is all the captioner and the decoders know of it::
 
-    core.uses_fc, core.uses_p_att        whether it reads the fc feature / the attention's projection of att
+    core.uses_fc                         whether it reads the fc feature
+    core.uses_p_att                      whether the captioner projects att for it (``ctx2att``: the additive
+                                         attention of the LSTMs); else ``core.grid_memory(att)`` does, its own way
     core.encode_grid(att [N, L, H]) -> att [N, L, H]     once per image (the Transformer's encoder; else as is)
     core.init_state(n, like) -> state    the state before the first word (``like``: a tensor of the dtype
                                          and device to use)

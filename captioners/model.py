@@ -26,11 +26,11 @@ class Encoded:
     """Per-image tensors computed once, then reused at every step (batch dimension first)."""
     fc: torch.Tensor | None  # [N, H] (cores that read the global feature)
     att: torch.Tensor  # [N, L, H] (after the core's encode_grid)
-    p_att: torch.Tensor | None  # [N, L, A]: the additive attention's projection of att (the LSTM cores)
+    p_att: torch.Tensor  # what the core's attention computes from att once per image: [N, L, A] the additive
+    # attention's projection (the LSTM cores), [N, layers, 2, L, H] each decoder layer's keys and values (Transformer)
 
     def index(self, idx: torch.Tensor) -> "Encoded":
-        pick = lambda x: None if x is None else x[idx]  # noqa: E731
-        return Encoded(pick(self.fc), self.att[idx], pick(self.p_att))
+        return Encoded(None if self.fc is None else self.fc[idx], self.att[idx], self.p_att[idx])
 
     def repeat(self, k: int) -> "Encoded":
         """Each image k times in a row (its k captions, or its k beams)."""
@@ -74,7 +74,7 @@ class Captioner(nn.Module):
             att = att + self.att_pos
         att = self.core.encode_grid(att)
         return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att,
-                       self.ctx2att(att) if self.ctx2att is not None else None)
+                       self.ctx2att(att) if self.ctx2att is not None else self.core.grid_memory(att))
 
     def init_state(self, n: int):
         """The core's state before the first word, for ``n`` rows (a decoder never looks inside it)."""

@@ -11,7 +11,11 @@ It plugs into the captioner and the decoders through the core interface of ``cap
 - ``teacher_forced`` runs all steps of known captions at once under a causal mask (XE training). It
   computes what the steps compute, in a different order (a test holds the two together);
 - ``alpha`` is the last layer's attention over the grid, averaged over its heads: what the attention
-  maps and the grounding checks read.
+  maps and the grounding checks read;
+- each decoder layer's keys and values of the grid are projected once per image (``grid_memory``, kept
+  in ``Encoded.p_att``), not at every word: at self-critical.pytorch's sizes (6 layers, 196 cells of
+  width 512) re-projecting them made every decoding step cost as much as the rest of the step twenty
+  times over (benchmarks/bench_captioners.py).
 
 Layers are pre-norm (LayerNorm before each sublayer, a final LayerNorm after the stack), which trains
 without the warm-up schedule a post-norm stack needs; word positions are sinusoidal.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -45,12 +50,28 @@ class DecoderLayer(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(size) for _ in range(3))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, seen, memory, causal=None):
+    def grid_memory(self, memory: torch.Tensor) -> torch.Tensor:
+        """[N, L, H] grid -> [N, 2, L, H]: this layer's keys and values of it (once per image)."""
+        w, b = self.grid_attn.in_proj_weight.chunk(3), self.grid_attn.in_proj_bias.chunk(3)
+        return torch.stack([F.linear(memory, w[1], b[1]), F.linear(memory, w[2], b[2])], dim=1)
+
+    def attend_grid(self, x: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Multi-head attention of x [N, t, H] over the projected grid ``kv`` [N, 2, L, H], as
+        ``nn.MultiheadAttention`` computes it (same parameters) -> (output [N, t, H], alpha [N, t, L] head mean)."""
+        m = self.grid_attn
+        heads = lambda z: z.unflatten(-1, (m.num_heads, -1)).transpose(1, 2)  # noqa: E731  [N, h, *, d]
+        q = heads(F.linear(x, m.in_proj_weight.chunk(3)[0], m.in_proj_bias.chunk(3)[0]))
+        k, v = heads(kv[:, 0]), heads(kv[:, 1])
+        alpha = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)), dim=-1)  # [N, h, t, L]
+        out = F.dropout(alpha, m.dropout, self.training) @ v
+        return m.out_proj(out.transpose(1, 2).flatten(2)), alpha.mean(1)
+
+    def forward(self, x, seen, kv, causal=None):
         """x [N, t, H] the new positions; seen [N, s, H] the normalised inputs of every position up to the
-        newest (x's own included); ``causal`` [t, s] masks later positions when t > 1."""
+        newest (x's own included); kv this layer's ``grid_memory``; ``causal`` [t, s] masks later positions."""
         q = self.norms[0](x)
         x = x + self.dropout(self.self_attn(q, seen, seen, attn_mask=causal, need_weights=False)[0])
-        attended, alpha = self.grid_attn(self.norms[1](x), memory, memory, need_weights=True)
+        attended, alpha = self.attend_grid(self.norms[1](x), kv)
         x = x + self.dropout(attended)
         return x + self.dropout(self.ff(self.norms[2](x))), alpha
 
@@ -75,6 +96,10 @@ class TransformerCore(nn.Module):
     def encode_grid(self, att: torch.Tensor) -> torch.Tensor:
         return self.encoder(att)
 
+    def grid_memory(self, att: torch.Tensor) -> torch.Tensor:
+        """[N, L, H] encoded grid -> [N, layers, 2, L, H]: every decoder layer's keys and values of it."""
+        return torch.stack([layer.grid_memory(att) for layer in self.decoder], dim=1)
+
     def init_state(self, n: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(like.new_zeros(n, 0, self.word_in.out_features) for _ in self.decoder)
 
@@ -88,15 +113,15 @@ class TransformerCore(nn.Module):
     def forward(self, xt, enc, state):
         x = self.inputs(xt.unsqueeze(1), state[0].size(1))
         seen = []
-        for layer, past in zip(self.decoder, state):
+        for i, (layer, past) in enumerate(zip(self.decoder, state)):
             seen.append(torch.cat([past, layer.norms[0](x)], dim=1))
-            x, alpha = layer(x, seen[-1], enc.att)
+            x, alpha = layer(x, seen[-1], enc.p_att[:, i])
         return self.dropout(self.norm(x.squeeze(1))), tuple(seen), alpha.squeeze(1)
 
     def teacher_forced(self, xt: torch.Tensor, enc) -> torch.Tensor:
         x = self.inputs(xt, 0)
         T = x.size(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # True: may not attend
-        for layer in self.decoder:
-            x, _ = layer(x, layer.norms[0](x), enc.att, causal)
+        for i, layer in enumerate(self.decoder):
+            x, _ = layer(x, layer.norms[0](x), enc.p_att[:, i], causal)
         return self.dropout(self.norm(x))

@@ -252,6 +252,11 @@ def test_transformer_steps_one_word_at_a_time_as_its_teacher_forced_pass_compute
         torch.testing.assert_close(alpha.sum(-1), torch.ones(2 * B))
     rows = torch.tensor([5, 0, 0])
     assert all(torch.equal(a, b[rows]) for a, b in zip(model.select_state(state, rows), state))
+    layer, x, memory = model.core.decoder[0], torch.randn(2, 3, 16), torch.randn(2, L, 16)
+    out, alpha = layer.attend_grid(x, layer.grid_memory(memory))  # the grid's keys and values projected once
+    want, want_alpha = layer.grid_attn(x, memory, memory)  # torch's module, on the same parameters
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(alpha, want_alpha, rtol=1e-5, atol=1e-6)
 
 
 def test_core_names_are_the_core_classes():
