@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from capcore.errors import CapawareError
-from capcore.fingerprint import bookkeeping
+from capcore.fingerprint import bookkeeping, unset_added_later
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 """A training config's ``precision`` values (capcore.device resolves them); here, without torch, so that
@@ -128,5 +128,8 @@ def to_yaml(cfg: Any) -> str:
 
 
 def config_hash(cfg: Any) -> str:
-    """What identifies a run's settings in fingerprints: sha256 of the sorted YAML, 16 hex digits."""
-    return hashlib.sha256(OmegaConf.to_yaml(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    """What identifies a run's settings in its card, its predictions and Table 1: sha256 of the sorted YAML,
+    16 hex digits. Fields added to a schema later (``added_later``) count only when set, as in fingerprints,
+    so a run's identifier does not change when capaware learns a setting that the run does not use."""
+    plain = unset_added_later(cfg, OmegaConf.to_container(cfg, resolve=False))
+    return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(plain), sort_keys=True).encode()).hexdigest()[:16]

@@ -73,6 +73,20 @@ def _values(node: Any, run_dir: str | None) -> Any:
     return node
 
 
+def unset_added_later(node: Any, raw: Any) -> Any:
+    """``raw`` (``node`` as an unresolved container) without the :func:`added_later` fields that hold their
+    default, at every depth: what a config was before those fields were added."""
+    if isinstance(node, DictConfig) and isinstance(raw, dict):
+        schema = OmegaConf.get_type(node)
+        skip = set()
+        if schema is not None and dataclasses.is_dataclass(schema):
+            skip = {f.name for f in dataclasses.fields(schema) if f.name in node and _unset(f, node[f.name])}
+        return {k: unset_added_later(node._get_node(k), raw[k]) for k in raw if k not in skip}
+    if isinstance(node, ListConfig) and isinstance(raw, list):
+        return [unset_added_later(node._get_node(i), v) for i, v in enumerate(raw)]
+    return raw  # a value, an interpolation left unresolved, or a section set to null
+
+
 def fingerprint_values(cfg: DictConfig, run_dir: str | None = None) -> dict:
     """What the fingerprint hashes, readable (a test and a curious user can print it). ``run_dir``: the
     run folder, when ``cfg`` is a section of a config and has none of its own."""

@@ -1,3 +1,4 @@
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,22 @@ def test_overrides_apply_and_change_the_hash():
     assert other.train.lr == 0.5 and base.train.lr != 0.5
     assert config_hash(base) != config_hash(other)
     assert [m.loss for m in base.methods] == ["log_ratio", "triplet", "triplet", "margin"]
+
+
+def test_a_field_added_later_changes_the_hash_only_when_set():
+    """The Transformer's model.layers / heads / ff_size joined the captioner schema after the LSTM runs were made:
+    an LSTM config's hash is its YAML without them (the same as before they existed), until one is set."""
+    from omegaconf import OmegaConf
+
+    from captioners.config import load_captioner_config
+
+    cfg = load_captioner_config("configs/demo/demo_att2all2.yaml")
+    before = OmegaConf.to_container(cfg, resolve=False)
+    for key in ("layers", "heads", "ff_size"):
+        del before["model"][key]
+    want = hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(before), sort_keys=True).encode()).hexdigest()[:16]
+    assert config_hash(cfg) == want
+    assert config_hash(load_captioner_config("configs/demo/demo_att2all2.yaml", ["model.layers=3"])) != want
 
 
 def loader_of(name: str):
