@@ -108,10 +108,11 @@ def test_loss_gradient_is_minus_advantage_times_grad_logprob():
 def tiny_captioner(core="att2all2", vocab=4, seed=0, drop=0.0):
     torch.manual_seed(seed)
     return Captioner(core, vocab_size=vocab, fc_feat_size=4, att_feat_size=4, input_encoding_size=8, rnn_size=12,
-                     att_hid_size=6, drop_prob_lm=drop)
+                     att_hid_size=6, drop_prob_lm=drop,
+                     core_args={"layers": 2, "heads": 2, "ff_size": 16} if core == "transformer" else None)
 
 
-@pytest.mark.parametrize("core", ["att2all2", "topdown"])
+@pytest.mark.parametrize("core", ["att2all2", "topdown", "transformer"])
 def test_sample_logprob_is_words_plus_eos_and_ignores_what_follows(core):
     model = tiny_captioner(core).eval()
     fc, att = torch.randn(3, 4), torch.randn(3, 2, 4)
@@ -233,6 +234,19 @@ def xe_run(tmp_path_factory):
     return root, data, best
 
 
+@pytest.fixture(scope="module")
+def xe_transformer_run(xe_run):
+    """The same tiny set, a tiny Transformer trained one XE epoch on it."""
+    from captioners.config import load_captioner_config
+    from captioners.train import train as xe_train
+
+    root, data, _ = xe_run
+    xe = load_captioner_config(ROOT / "configs/demo/demo_transformer.yaml", data + [
+        f"out_dir={root / 'xe_transformer'}", "model.rnn_size=16", "model.input_encoding_size=12", "model.ff_size=32",
+        "model.drop_prob_lm=0.1", "train.batch_size=4", "train.epochs=1", "train.lr=5e-3", "train.lr_warmup_steps=0"])
+    return root, data, xe_train(xe, progress=False)
+
+
 def rl_overrides(xe_run, out: Path, *extra: str) -> list[str]:
     _, data, best = xe_run
     return data + [f"init={best}", f"out_dir={out}", "train.batch_size=4", "train.epochs=2", "train.lr=5e-3",
@@ -332,10 +346,12 @@ def test_init_optimizer_continues_the_xe_runs_adam_state(xe_run, tmp_path):
         train(load_scst_config(cfg_path, overrides), progress=False)
 
 
-def test_resume_after_kill_reproduces_the_uninterrupted_run(xe_run, tmp_path):
+@pytest.mark.parametrize("core", ["topdown", "transformer"])
+def test_resume_after_kill_reproduces_the_uninterrupted_run(request, tmp_path, core):
     from rl.train import StopRequested, train
 
-    cfg_path = ROOT / "configs/demo/demo_topdown_scst.yaml"  # a Top-Down config may start from any captioner's best.pt
+    xe_run = request.getfixturevalue("xe_transformer_run" if core == "transformer" else "xe_run")
+    cfg_path = ROOT / f"configs/demo/demo_{core}_scst.yaml"  # a Top-Down config starts from an Att2all2's best.pt
     train(load_scst_config(cfg_path, rl_overrides(xe_run, tmp_path / "full")), progress=False)
 
     killed = rl_overrides(xe_run, tmp_path / "killed")
