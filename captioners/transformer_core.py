@@ -77,6 +77,9 @@ class DecoderLayer(nn.Module):
 
 
 class TransformerCore(nn.Module):
+    """The core of ``model.core: transformer`` (module docstring); ``att_hid_size`` is accepted for the shared
+    constructor and unused (it sizes the LSTMs' additive attention)."""
+
     uses_fc = False
     uses_p_att = False
 
