@@ -91,8 +91,9 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
                 att_feat_size=info.att_shape[1], input_encoding_size=cfg.model.input_encoding_size,
                 rnn_size=cfg.model.rnn_size, att_hid_size=cfg.model.att_hid_size, drop_prob_lm=cfg.model.drop_prob_lm,
                 att_cells=info.att_shape[0] if cfg.model.att_position else 0)
-    if core_args(cfg.model):  # the Transformer's layers, heads and ff_size (the LSTM cores have none)
-        args["core_args"] = core_args(cfg.model)
+    own = core_args(cfg.model)  # the Transformer's layers, heads and ff_size (the LSTM cores have none)
+    if own:
+        args["core_args"] = own
     model = Captioner(**args).to(device)
     if cfg.train.compile:
         apply_compile(model)

@@ -255,6 +255,9 @@ def check(cfg, c: ConfigChecks) -> None:
     choice("pretrain.targets", cfg.pretrain.targets, PRETRAIN_TARGETS)
     for key in ("batch_size", "anchors_per_batch", "epochs", "lr", "ckpt_every", "log_every"):
         positive(f"train.{key}", getattr(t, key))
+    c.need(t.lr_end_fraction is None or 0 < t.lr_end_fraction <= 1, "train.lr_end_fraction",
+           f"must be in (0, 1], got {t.lr_end_fraction}",
+           "e.g. 0.2 (0.9 ** 15: where the paper's 15 epochs at 0.9 per epoch end), or null")
     c.at_least("train.jitter", t.jitter, 0.0)
     if t.jitter > 0 and t.freeze != "none":
         c.need(False, "train.jitter", f"jitters pixels, but train.freeze={t.freeze} trains on maps computed once "
@@ -268,16 +271,7 @@ def check(cfg, c: ConfigChecks) -> None:
     positive("eval.k", cfg.eval.k)
     positive("graph.m", cfg.graph.m)
     for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
-        choice(f"{where}.loss", method.loss, tuple(LOSSES))
-        own = LOSSES[method.loss].args if method.loss in LOSSES else {}
-        for key in method.loss_args:
-            c.need(key in own, f"{where}.loss_args.{key}", f"is not a setting of the {method.loss} loss",
-                   f"use one of {', '.join(own)}" if own else "remove it: that loss has no settings of its own")
-        choice(f"{where}.mining", method.mining, MININGS)
-        choice(f"{where}.distance", method.distance, DISTANCES)
-        for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
-            positive(f"{where}.{key}", getattr(method, key), allow_none=True)
-        positive(f"{where}.temperature", method.temperature)
+        check_method(c, where, method)
     for d in cfg.dims:
         positive("dims", d)
 
@@ -297,6 +291,25 @@ def row_settings(cfg, method) -> RowSettings:
     return RowSettings(lr=pick(method.lr, cfg.train.lr), epochs=method.epochs or cfg.train.epochs,
                        anchors_per_batch=method.anchors_per_batch or cfg.train.anchors_per_batch,
                        embed_dim=method.embed_dim or cfg.model.embed_dim)
+
+
+def check_method(c: ConfigChecks, where: str, method) -> None:
+    """One row: its loss is registered, and the settings that loss reads (its registry entry's ``fields`` and
+    ``args``) hold values it can use; the overrides are positive where given."""
+    c.choice(f"{where}.loss", method.loss, tuple(LOSSES))
+    c.choice(f"{where}.mining", method.mining, MININGS)
+    for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
+        c.positive(f"{where}.{key}", getattr(method, key), allow_none=True)
+    if method.loss not in LOSSES:
+        return
+    entry = LOSSES[method.loss]
+    for key in method.loss_args:
+        c.need(key in entry.args, f"{where}.loss_args.{key}", f"is not a setting of the {method.loss} loss",
+               f"use one of {', '.join(entry.args)}" if entry.args else "remove it: that loss has no settings of its own")
+    if "distance" in entry.fields:
+        c.choice(f"{where}.distance", method.distance, DISTANCES)
+    if "temperature" in entry.fields:
+        c.positive(f"{where}.temperature", method.temperature)
 
 
 def slug(name: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from capcore.errors import CapawareError
 
 KINDS = ("none", "cosine", "exponential")
 """none: the base lr throughout | cosine: a half cosine from 1 at step 0 to 0 at step ``total`` |
@@ -33,21 +32,18 @@ def lr_factor(kind: str, step: int, total: int, rate: float = 1.0, period: int |
 def stage_one_lr(t, per_epoch: int, total: int) -> Callable[[int], float]:
     """``train``'s exponential decay: ``lr_decay`` per epoch (the paper's schedule), or down to
     ``lr_end_fraction`` at step ``total`` (a demo trains a fraction of the paper's 15 epochs; kept at 0.9
-    per epoch its lr would barely decay, and its last steps would be as noisy as its first)."""
+    per epoch its lr would barely decay, and its last steps would be as noisy as its first). The config
+    check holds ``lr_end_fraction`` to (0, 1]."""
     if t.lr_end_fraction is None:
         rate, period = t.lr_decay, per_epoch
-    elif not 0 < t.lr_end_fraction <= 1:
-        raise CapawareError("train.lr_end_fraction", f"must be in (0, 1], got {t.lr_end_fraction}",
-                            "e.g. 0.2 (0.9 ** 15: where the paper's 15 epochs at 0.9 per epoch end), or null")
     else:
         rate, period = t.lr_end_fraction, total
     return lambda step: lr_factor("exponential", step, total, rate, period)  # a plain function: LambdaLR stores none
 
 
 def pretrain_lr(p, total: int) -> Callable[[int], float]:
-    """``pretrain.lr_decay``: none (constant lr) or cosine (a half cosine down to 0 at step ``total``)."""
-    if p.lr_decay not in ("none", "cosine"):
-        raise CapawareError("pretrain.lr_decay", f"unknown schedule {p.lr_decay!r}", "use none or cosine")
+    """``pretrain.lr_decay`` (checked by the config): none (constant lr) or cosine (a half cosine down to 0 at
+    step ``total``)."""
     return lambda step: lr_factor(p.lr_decay, step, total)
 
 

@@ -148,8 +148,8 @@ def test_the_row_expands_trains_raw_embeddings_and_validates_its_temperature(tmp
         with pytest.raises(CapawareError) as err:
             load_config(path)
         assert f"methods[{bad}].temperature: must be > 0" in str(err.value) and str(path) in str(err.value)
-    with pytest.raises(CapawareError, match="method.temperature"):
-        load_config(None, ["method.temperature=0"])
+    with pytest.raises(CapawareError, match="method.temperature"):  # checked where the row's loss reads it
+        load_config(None, ["method.loss=rank_n_contrast", "method.temperature=0"])
 
 
 def test_temperature_is_part_of_a_rows_fingerprint():

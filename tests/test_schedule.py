@@ -35,8 +35,10 @@ def test_stage_one_scheduler_lrs_are_bitwise_the_ones_it_replaced():
 
 
 def test_a_bad_lr_end_fraction_is_refused_in_one_line():
+    from embedder.config import load_config  # the config is the one place that checks it
+
     with pytest.raises(CapawareError, match="train.lr_end_fraction"):
-        stage_one_lr(SimpleNamespace(lr_decay=0.9, lr_end_fraction=0.0), 7, 40)
+        load_config(str(ROOT / "configs/demo/demo_pose.yaml"), ["train.lr_end_fraction=0.0"])
 
 
 @pytest.mark.parametrize("total", [1, 6, 40, 281])
@@ -44,8 +46,10 @@ def test_pretraining_schedules_are_bitwise_the_ones_they_replaced(total):
     cosine, none = pretrain_lr(SimpleNamespace(lr_decay="cosine"), total), pretrain_lr(SimpleNamespace(lr_decay="none"), total)
     for s in range(total + 1):
         assert cosine(s) == 0.5 * (1.0 + math.cos(math.pi * s / total)) and none(s) == 1.0
+    from embedder.config import load_config  # the config is the one place that checks it
+
     with pytest.raises(CapawareError, match="pretrain.lr_decay"):
-        pretrain_lr(SimpleNamespace(lr_decay="linear"), total)
+        load_config(str(ROOT / "configs/demo/demo_pose.yaml"), ["pretrain.lr_decay=linear"])
 
 
 def test_lr_factor_kinds():

@@ -7,7 +7,8 @@ the rest of stage one needs to know about it, and nothing else asks which loss i
 - ``normalised``: it trains L2-normalised embeddings, so retrieval ranks by normalised ones too;
 - ``mined``: it takes the triplets that ``method.mining`` (dense | binary) selects from ``embedder.mining``;
   the others see every pair of the batch (log-ratio, Rank-N-Contrast) or sample their own (margin);
-- ``fields``: the ``MethodConfig`` settings it reads, beside ``loss`` (and ``mining`` when mined);
+- ``fields``: the ``MethodConfig`` settings it reads, beside ``loss`` (and ``mining`` when mined); the config
+  check holds these to values the loss can use, and leaves the others alone;
 - ``args``: settings of its own that no other loss shares, with their defaults; a row sets them in
   ``method.loss_args``, so a new loss needs no field in the shared ``MethodConfig``.
 
