@@ -18,6 +18,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from capcore import process_exit
+
 # Rank 0 alone may build a caption graph, pretrain, or validate for a long time while the others
 # wait at a barrier. torchrun stops every process when one dies, so a long wait cannot hang forever.
 TIMEOUT = timedelta(hours=12)
@@ -64,12 +66,23 @@ def init(device: torch.device) -> int:
         else:
             dist.init_process_group("gloo", timeout=TIMEOUT)
         atexit.register(shutdown)
+        process_exit.skip_teardown()  # why: capcore/process_exit.py (issue #45)
     return dist.get_world_size()
 
 
 def shutdown() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def leave() -> None:
+    """Leave the torchrun job, every rank the same way: wait at a barrier until every other rank is done
+    with the group (no rank leaves while another still sends to it), then destroy it. Rank 0 may go on
+    alone afterwards (decoding, scoring, reports); the process then ends through ``capcore.errors.run_cli``,
+    which skips the interpreter's teardown (capcore/process_exit.py says why)."""
+    if active():
+        dist.barrier()
+    shutdown()
 
 
 def barrier() -> None:

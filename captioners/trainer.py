@@ -296,7 +296,7 @@ def training_main(load: Callable, train: Callable, doc: str, argv: list[str] | N
     """``python -m captioners.train`` / ``rl.train``: ``--config FILE [k=v ...]``, train, leave the process
     group. A simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3."""
     train(load(*config_arguments(doc, argv)))
-    distributed.shutdown()
+    distributed.leave()
 
 
 def fit(cfg, recipe: Recipe, model: torch.nn.Module, train_set: CaptionDataset, val_set: CaptionDataset,

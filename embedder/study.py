@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
     ret_dir = run_study(cfg)
+    distributed.leave()  # rank 0 alone writes the tables below
     if not distributed.is_main():
         return
     results = Path(args.results) / cfg.name if args.results else RunDir(cfg.run_dir).results(cfg.name)

@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
                        track.train_bank, track.train_space, track.graph.nn_idx)
     if distributed.is_main():
         print(f"stage one: {cfg.method.name} -> {out}")
-    distributed.shutdown()
+    distributed.leave()
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ fi
 # stage3_captioners.sh, stage3_rl.sh): torchrun when asked for more than one process
 launch=""
 if ((nproc * nnodes > 1)); then
-  launch="python -m torch.distributed.run --nproc_per_node $nproc"
+  launch="python -m capcore.launch --nproc_per_node $nproc"  # torchrun, each rank's output kept (capcore/launch.py)
   if ((nnodes > 1)); then
     launch+=" --nnodes $nnodes --node_rank $node_rank --rdzv_backend c10d --rdzv_endpoint $endpoint --rdzv_id capaware"
   else
@@ -110,7 +110,7 @@ for ((i = lo; i <= hi; i++)); do
     [[ -n $cmd ]] || continue
     part="$log.part$k"
     echo "\$ $cmd" >"$part"
-    CAPAWARE_LAUNCH=$stage_launch "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
+    CAPAWARE_LAUNCH=$stage_launch CAPAWARE_RANK_LOGS="$run/logs/ranks/$stage" "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
     while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more
@@ -121,11 +121,12 @@ for ((i = lo; i <= hi; i++)); do
   for part in "${parts[@]}"; do cat "$part" >>"$log"; rm -f "$part"; done
   if [[ -n $failed ]]; then
     # (|| true: under pipefail a log without such a line, e.g. a killed command's, must still get its line)
-    # capaware's own one-line error first (under torchrun the launcher's ChildFailedError comes after it)
+    # capaware's own one-line error first: under --nproc, capcore.launch's line naming the dead rank, its exit
+    # code or signal, its last line and its output file comes last (a rank's own error line is above it)
     last=$(tr '\r' '\n' <"$log" | grep -E '^error: ' | tail -n 1 | cut -c1-300 || true)
     [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300 || true)
     [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300 || true)
-    echo "error: stage $stage failed: ${last}  (full log: $log)" >&2
+    echo "error: stage $stage failed: ${last#error: }  (full log: $log)" >&2
     exit 1
   fi
   if ((node_rank == 0)); then

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg = load_scst_config(config, overrides)
         trainer = scst.train
     trainer(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
-    distributed.shutdown()
+    distributed.leave()
     if distributed.launched_rank() != 0:  # under torchrun (pipeline.sh --nproc) rank 0 alone decodes and scores
         return
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json

@@ -119,6 +119,58 @@ def test_two_processes_train_as_one_and_keep_the_skip_markers(upstream, whole, t
     assert again.returncode == 0 and again.stdout.count("complete, skipped") == 7
 
 
+# Loaded by every Python process of the test's pipeline (sitecustomize on PYTHONPATH); only torchrun's rank 1
+# acts: once it has joined the process group it says so and is killed, mid-run, as an out-of-memory kill would.
+KILL_RANK_1 = """
+import importlib.machinery, os, signal, sys
+class KillAfterJoin:
+    def find_spec(self, name, path, target=None):
+        if name != "capcore.distributed":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run_module = spec.loader.exec_module
+        def exec_module(module):
+            run_module(module)
+            join = module.init
+            def init(device):
+                world = join(device)
+                print("rank 1 joined the group", file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+                return world
+            module.init = init
+        spec.loader.exec_module = exec_module
+        return spec
+if os.environ.get("RANK") == "1":
+    sys.meta_path.insert(0, KillAfterJoin())
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_rank_killed_mid_run_gives_one_line_naming_the_stage_rank_signal_and_logs(upstream, tmp_path):
+    import subprocess
+
+    from tests.pipeline_helpers import ROOT, env
+
+    config, base = upstream
+    run, = copies(base, tmp_path / "run")
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILL_RANK_1)
+    environ = env()
+    environ["PYTHONPATH"] = f"{hook}:{environ['PYTHONPATH']}"
+    out = subprocess.run(["bash", "scripts/pipeline.sh", str(config), "--run", str(run), "--nproc", "2"], cwd=ROOT,
+                         env=environ, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1
+    line, = out.stderr.strip().splitlines()
+    assert line.startswith("error: stage captioners failed: rank 1 died of SIGKILL (exit code -9); "
+                           "its last line: 'rank 1 joined the group'; its output: "), line
+    rank_log = Path(line.split("its output: ")[1].split("  (full log: ")[0])
+    assert run / "logs" / "ranks" / "captioners" in rank_log.parents and rank_log.parent.name == "1"
+    assert line.endswith(f"(full log: {run / 'logs' / 'captioners.log'})")
+    assert not (run / ".pipeline" / "captioners.done").exists()
+
+
 @pytest.mark.timeout(600)
 def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
     config, base = upstream

@@ -1,0 +1,97 @@
+"""How a torchrun job ends (issue #45): capcore.launch's one line for a dead rank, and capcore.process_exit's
+exit without the interpreter's teardown. The 2-process stress runs are scripts/stress_distributed.sh (not in
+`make test`: docs/devices.md)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DYING = '''
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+print(f"rank {rank} starts", flush=True)
+if rank == 1:
+    print("rank 1: working on step 3", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGABRT)
+time.sleep(60)  # rank 0 works on; torchrun stops it once rank 1 is dead
+'''
+
+
+def launch(tmp_path: Path, script: str, **env) -> subprocess.CompletedProcess:
+    (tmp_path / "job.py").write_text(script)
+    return subprocess.run([sys.executable, "-m", "capcore.launch", "--standalone", "--nproc_per_node", "2",
+                           str(tmp_path / "job.py")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1",
+                                   CAPAWARE_RANK_LOGS=str(tmp_path / "ranks"), **env))
+
+
+def error_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("error: ")]
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_its_signal_last_line_and_log(tmp_path):
+    out = launch(tmp_path, DYING)
+    assert out.returncode == 1
+    line, = error_lines(out.stderr)
+    assert line.startswith("error: rank 1 died of SIGABRT (exit code -6); its last line: 'rank 1: working on step 3'")
+    log = Path(line.split("its output: ")[1])
+    assert log.name == "stderr.log" and log.parent.name == "1" and (tmp_path / "ranks") in log.parents
+    assert "rank 1: working on step 3" in log.read_text()
+    # both ranks' output is kept in the launcher's own stdout (the stage log), rank by rank
+    assert out.stdout.index("rank 0 starts") < out.stdout.index("rank 1 starts")
+
+
+def test_a_successful_job_replays_every_rank_and_says_nothing_of_errors(tmp_path):
+    out = launch(tmp_path, 'import os\nprint("hello from", os.environ["RANK"])\n')
+    assert out.returncode == 0, out.stderr
+    assert "hello from 0" in out.stdout and "hello from 1" in out.stdout and not error_lines(out.stderr)
+
+
+EXIT = '''
+import atexit, sys
+sys.path.insert(0, {root!r})
+from capcore import process_exit
+from capcore.errors import CapawareError, run_cli
+
+class Finaliser:
+    def __del__(self):
+        print("finalised", flush=True)  # runs at interpreter teardown, never after os._exit
+
+keep = Finaliser()
+atexit.register(lambda: print("atexit ran", flush=True))
+if sys.argv[1] == "skip":
+    process_exit.skip_teardown()
+
+def main():
+    print("partial line without newline", end="")
+    if sys.argv[2] == "fail":
+        raise CapawareError("data.json", "is broken", "rebuild it")
+
+run_cli(main)
+'''
+
+
+def run_exit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "exit.py"
+    script.write_text(textwrap.dedent(EXIT.format(root=str(ROOT))))
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_a_rank_ends_without_teardown_after_its_atexit_handlers_and_a_flush(tmp_path):
+    ok = run_exit(tmp_path, "skip", "ok")
+    assert ok.returncode == 0
+    assert ok.stdout.startswith("partial line without newline") and "atexit ran" in ok.stdout
+    assert "finalised" not in ok.stdout  # the interpreter's teardown was skipped
+    failed = run_exit(tmp_path, "skip", "fail")
+    assert failed.returncode == 2 and "atexit ran" in failed.stdout and "finalised" not in failed.stdout
+    assert error_lines(failed.stderr) == ["error: data.json: is broken (fix: rebuild it)"]
+
+
+def test_a_process_that_never_joined_a_group_ends_normally(tmp_path):
+    out = run_exit(tmp_path, "normal", "ok")
+    assert out.returncode == 0 and "atexit ran" in out.stdout and "finalised" in out.stdout
