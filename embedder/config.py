@@ -151,6 +151,9 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
+    shuffle_labels: Optional[int] = added_later(default=None)  # the shuffled-label control (issue #46): each training
+    # image takes the label of another, one fixed permutation drawn from this seed (embedder/labels/shuffled.py);
+    # evaluation keeps the real labels. None: the real labels
     precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk; auto is bfloat16 where it is
     # native (GPUs, AVX-512 BF16 or AMX CPUs: capcore.cpu_isa), float32 elsewhere; head and loss stay float32
     batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of

@@ -96,7 +96,25 @@ def test_the_test_images_add_their_share_of_the_error(tmp_path):
     seed_var = np.var(seeds, ddof=1) / 3
     assert test["se"] == pytest.approx(np.sqrt(seed_var + se_img ** 2))
     welch = test["se"] ** 4 / (seed_var ** 2 / 2 + se_img ** 4 / (n_img - 1))  # Welch-Satterthwaite
-    assert test["df"] == pytest.approx(welch) and 2 < test["df"]
-    assert test["half_width"] == pytest.approx(stats.t.ppf(0.975, welch) * test["se"])
+    assert test["df"] == pytest.approx(min(2, welch))  # never more than the seeds replicate
+    assert test["half_width"] == pytest.approx(stats.t.ppf(0.975, min(2, welch)) * test["se"])
     rows["Cap"][0]["metrics_file"] = str(tmp_path / "nowhere" / "metrics_test.json")
     assert image_se(rows["Cap"], rows["Img"]) is None
+
+
+def test_adding_the_images_error_never_lowers_p_below_the_seeds_alone():
+    """The case #35 got wrong: a small image error whose Welch-Satterthwaite df (about 7) exceeds the seeds'
+    n - 1 = 4. Uncapped, that lowered p from .016 to .010; capped, p can only rise."""
+    from scipy import stats
+
+    seeds = [0.03, 0.13, 0.07, 0.11, 0.03]
+    alone = paired_test(seeds)
+    assert alone["p"] == pytest.approx(stats.ttest_1samp(seeds, 0).pvalue)
+    seed_var = np.var(seeds, ddof=1) / 5
+    for image in [(0.2 * np.sqrt(seed_var), 1000), (np.sqrt(seed_var), 1000), (3 * np.sqrt(seed_var), 50)]:
+        welch = (seed_var + image[0] ** 2) ** 2 / (seed_var ** 2 / 4 + image[0] ** 4 / (image[1] - 1))
+        combined = paired_test(seeds, image)
+        assert combined["df"] == pytest.approx(min(4, welch)) and combined["df"] <= 4
+        assert combined["p"] >= alone["p"] and combined["detectable"] >= alone["detectable"]
+    uncapped_welch = (seed_var + (0.2 * np.sqrt(seed_var)) ** 2) ** 2 / (seed_var ** 2 / 4 + (0.2 * np.sqrt(seed_var)) ** 4 / 999)
+    assert uncapped_welch > 4  # the planted case really is one where uncapped df would exceed the seeds'
