@@ -37,6 +37,8 @@ class CapModelConfig:
     drop_prob_lm: float = 0.5  # dropout on embeddings and LSTM output
     att_position: bool = False  # add a learned vector per grid cell to its embedded feature: the attention then
     # knows where a cell is (CNN features carry place only through padding effects); off in self-critical.pytorch
+    standardise: bool = added_later(default=False)  # standardise att and fc per channel with the train split's
+    # statistics, stored with the model and applied at caption time (feature sets differ in scale: issue #46)
     layers: int = added_later(default=2)  # the Transformer: encoder layers, and as many decoder layers
     heads: int = added_later(default=4)  # the Transformer: attention heads (rnn_size must divide by them)
     ff_size: int = added_later(default=512)  # the Transformer: hidden units of each feed-forward sublayer

@@ -43,13 +43,22 @@ class Encoded:
 class Captioner(nn.Module):
     def __init__(self, core: str, vocab_size: int, fc_feat_size: int, att_feat_size: int,
                  input_encoding_size: int = 512, rnn_size: int = 512, att_hid_size: int = 512,
-                 drop_prob_lm: float = 0.5, att_cells: int = 0, core_args: dict | None = None):
-        """``core_args``: settings of the core's own (the Transformer's layers, heads, ff_size)."""
+                 drop_prob_lm: float = 0.5, att_cells: int = 0, core_args: dict | None = None,
+                 standardise: bool = False):
+        """``core_args``: settings of the core's own (the Transformer's layers, heads, ff_size). ``standardise``:
+        the features are standardised per channel with the train split's statistics (``set_input_stats``), kept
+        as buffers, so they are saved with the weights and applied wherever the model reads features."""
         super().__init__()
         self.args = dict(core=core, vocab_size=vocab_size, fc_feat_size=fc_feat_size, att_feat_size=att_feat_size,
                          input_encoding_size=input_encoding_size, rnn_size=rnn_size, att_hid_size=att_hid_size,
                          drop_prob_lm=drop_prob_lm, **({"att_cells": att_cells} if att_cells else {}),
-                         **({"core_args": dict(core_args)} if core_args else {}))
+                         **({"core_args": dict(core_args)} if core_args else {}),
+                         **({"standardise": True} if standardise else {}))
+        self.standardise = standardise
+        if standardise:  # identity until set_input_stats; every checkpoint of such a model holds its statistics
+            for name, size in (("fc", fc_feat_size), ("att", att_feat_size)):
+                self.register_buffer(f"{name}_mean", torch.zeros(size))
+                self.register_buffer(f"{name}_std", torch.ones(size))
         self.vocab_size, self.rnn_size = vocab_size, rnn_size
         if core not in CORE_CLASSES:
             raise CapawareError("model.core", f"unknown core {core!r}", f"use one of {', '.join(CORE_CLASSES)}")
@@ -65,7 +74,14 @@ class Captioner(nn.Module):
         self.ctx2att = nn.Linear(rnn_size, att_hid_size) if self.core.uses_p_att else None
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
 
+    def set_input_stats(self, fc_mean, fc_std, att_mean, att_std) -> None:
+        """The train split's per-channel statistics (feature_extract.stats.channel_stats)."""
+        for name, value in (("fc_mean", fc_mean), ("fc_std", fc_std), ("att_mean", att_mean), ("att_std", att_std)):
+            getattr(self, name).copy_(torch.as_tensor(value, dtype=torch.float32))
+
     def encode(self, fc: torch.Tensor, att: torch.Tensor) -> Encoded:
+        if self.standardise:
+            fc, att = (fc - self.fc_mean) / self.fc_std, (att - self.att_mean) / self.att_std
         att = self.att_embed(att)
         if self.att_pos is not None:
             if att.shape[1] != self.att_pos.shape[0]:

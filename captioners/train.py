@@ -32,6 +32,7 @@ from captioners.prepro import ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
 from captioners.trainer import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import validation_refs
+from feature_extract.stats import channel_stats
 
 __all__ = ["train", "StopRequested"]
 
@@ -94,7 +95,12 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     own = core_args(cfg.model)  # the Transformer's layers, heads and ff_size (the LSTM cores have none)
     if own:
         args["core_args"] = own
-    model = Captioner(**args).to(device)
+    if cfg.model.standardise:
+        args["standardise"] = True
+    model = Captioner(**args)
+    if cfg.model.standardise:  # a resumed run loads the same statistics from its checkpoint
+        model.set_input_stats(**vars(channel_stats(feats, train_set.rows)))
+    model = model.to(device)
     if cfg.train.compile:
         apply_compile(model)
     card = CaptionerCard(model_args=args, vocab=vocab, max_length=labels.max_length, features=str(feats.resolve()),

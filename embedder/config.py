@@ -154,6 +154,8 @@ class TrainConfig:
     shuffle_labels: Optional[int] = added_later(default=None)  # the shuffled-label control (issue #46): each training
     # image takes the label of another, one fixed permutation drawn from this seed (embedder/labels/shuffled.py);
     # evaluation keeps the real labels. None: the real labels
+    label_floor: str = added_later(default="none")  # none | half_min | a number: the smallest label distance between
+    # two different images (identical labels otherwise give the log-ratio log(eps) = -13.8: embedder/labels/floor.py)
     precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk; auto is bfloat16 where it is
     # native (GPUs, AVX-512 BF16 or AMX CPUs: capcore.cpu_isa), float32 elsewhere; head and loss stay float32
     batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of
@@ -229,6 +231,13 @@ LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
 
 
+def _positive_number(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
 def check(cfg, c: ConfigChecks) -> None:
     """Every value of a loaded stage-one config that no stage could use, into ``c``."""
     choice, positive = c.choice, c.positive
@@ -253,6 +262,8 @@ def check(cfg, c: ConfigChecks) -> None:
     choice("train.precision", t.precision, PRECISIONS)
     choice("train.batchnorm", t.batchnorm, BATCHNORMS)
     choice("train.freeze", t.freeze, FREEZABLE)
+    c.need(t.label_floor in ("none", "half_min") or _positive_number(t.label_floor), "train.label_floor",
+           f"{t.label_floor!r} is neither none, half_min nor a positive number", "none, half_min or e.g. 0.05")
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
     choice("pretrain.lr_decay", cfg.pretrain.lr_decay, ("none", "cosine"))
     choice("pretrain.targets", cfg.pretrain.targets, PRETRAIN_TARGETS)

@@ -253,3 +253,43 @@ def test_a_transformer_exports_and_captions_as_predict_does(trained, tmp_path, c
                   "--beam-size", "2", "--no-progress"])
     expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
     assert got == [expected[i] for i in ids]
+
+
+def test_standardised_inputs_are_saved_with_the_model_and_applied_at_caption_time(trained, tmp_path):
+    """model.standardise (issue #46): the train split's per-channel statistics, against numpy, travel in best.pt and
+    the model file, and ``capaware caption`` captions the test images as captioners.predict does."""
+    import h5py
+
+    from capaware import ImageCaptioner
+    from captioners.config import load_captioner_config
+    from captioners.model import load_captioner
+    from captioners.predict import main as predict_main
+    from captioners.prepro import read_labels
+    from captioners.train import train as xe_train
+
+    root, _, tests, feats = trained
+    cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", [
+        f"data.json={root / 'data' / 'dataset_coco.json'}", f"data.prepro_dir={root / 'prep'}",
+        "data.word_count_threshold=1", f"data.features={feats}", "val.batch_size=4", f"out_dir={root / 'std'}",
+        "model.rnn_size=16", "model.input_encoding_size=12", "model.att_hid_size=8", "model.drop_prob_lm=0.0",
+        "model.standardise=true", "train.batch_size=4", "train.epochs=4", "train.lr=5e-3", "train.precision=float32"])
+    xe_train(cfg, progress=False)
+    model, card = load_captioner(root / "std" / "best.pt")
+    assert card.model_args["standardise"] is True
+    labels = read_labels(root / "prep" / "labels.h5")
+    train_ids = set(labels.image_ids[labels.splits == "train"].tolist())
+    with h5py.File(feats, "r") as f:
+        rows = [r for r, i in enumerate(f["image_id"][()]) if int(i) in train_ids]
+        fc, att = f["fc"][()][rows].astype(np.float64), f["att"][()][rows].astype(np.float64)
+    att = att.reshape(-1, att.shape[-1])
+    assert np.allclose(model.fc_mean.numpy(), fc.mean(0), atol=1e-5)
+    assert np.allclose(model.att_std.numpy(), np.where(att.std(0) < 1e-6, 1.0, att.std(0)), rtol=1e-4, atol=1e-6)
+    assert not np.allclose(model.fc_std.numpy(), 1.0)  # the statistics are really there, not the identity
+    model_file = tmp_path / "std.capaware"
+    assert cli_main(["export", str(root / "std"), "-o", str(model_file)]) == 0
+    ids = sorted(tests)
+    got = ImageCaptioner.load(model_file).caption([tests[i] for i in ids], batch_size=4)
+    predict_main(["--checkpoint", str(root / "std" / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
+                  "--beam-size", "2", "--no-progress"])
+    expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
+    assert got == [expected[i] for i in ids]

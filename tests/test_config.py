@@ -48,11 +48,12 @@ def test_a_field_added_later_changes_the_hash_only_when_set():
 
     cfg = load_captioner_config("configs/demo/demo_att2all2.yaml")
     before = OmegaConf.to_container(cfg, resolve=False)
-    for key in ("layers", "heads", "ff_size"):
+    for key in ("layers", "heads", "ff_size", "standardise"):
         del before["model"][key]
     want = hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(before), sort_keys=True).encode()).hexdigest()[:16]
     assert config_hash(cfg) == want
     assert config_hash(load_captioner_config("configs/demo/demo_att2all2.yaml", ["model.layers=3"])) != want
+    assert config_hash(load_captioner_config("configs/demo/demo_att2all2.yaml", ["model.standardise=true"])) != want
 
 
 def loader_of(name: str):
