@@ -125,6 +125,9 @@ class MethodConfig:
     anchors_per_batch: Optional[int] = None  # overrides train.anchors_per_batch (controls: the paper's 1)
     loss_args: dict[str, float] = added_later(default_factory=dict)  # settings of the loss's own, which its registry
     # entry lists with their defaults (none of the four losses above has any: theirs are the fields above)
+    labels: str = added_later(default="real")  # real | shuffled: each training image takes another's label (one fixed
+    # permutation drawn from the study's seed; Cap-shuffled) | kinds: the kinds of object present (Img-adapted); the
+    # evaluation keeps the real labels (embedder/row_labels.py, issue #46)
 
 
 @dataclass
@@ -151,9 +154,6 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 5e-4
     log_ratio_eps: float = 1e-6
-    shuffle_labels: Optional[int] = added_later(default=None)  # the shuffled-label control (issue #46): each training
-    # image takes the label of another, one fixed permutation drawn from this seed (embedder/labels/shuffled.py);
-    # evaluation keeps the real labels. None: the real labels
     label_floor: str = added_later(default="none")  # none | half_min | a number: the smallest label distance between
     # two different images (identical labels otherwise give the log-ratio log(eps) = -13.8: embedder/labels/floor.py)
     precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk; auto is bfloat16 where it is
@@ -312,6 +312,7 @@ def check_method(c: ConfigChecks, where: str, method) -> None:
     ``args``) hold values it can use; the overrides are positive where given."""
     c.choice(f"{where}.loss", method.loss, tuple(LOSSES))
     c.choice(f"{where}.mining", method.mining, MININGS)
+    c.choice(f"{where}.labels", method.labels, ("real", "shuffled", "kinds"))
     for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
         c.positive(f"{where}.{key}", getattr(method, key), allow_none=True)
     if method.loss not in LOSSES:

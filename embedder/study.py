@@ -37,6 +37,7 @@ from embedder.pretrain import (
 from embedder.retrieval import oracle_ranking, retrieve
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import write_report
+from embedder.row_labels import row_labels
 from embedder.track import Track, load_or_build_graph, prepare_track
 from embedder.train import train_method
 
@@ -189,8 +190,8 @@ def run_study(cfg, progress: bool = True) -> Path:
             if dim is not None:
                 m.embed_dim = dim
             tag = slug(m.name) + (f"_d{dim}" if dim is not None else "")
-            ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank, track.train_space,
-                                track.graph.nn_idx, progress)
+            ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank, *row_labels(track, cfg, m.labels),
+                                progress)
             state = load_checkpoint(ckpt)
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])

@@ -17,8 +17,6 @@ from capdata.records import select
 from capdata.formats import read_records, train_splits
 from embedder.data import ImageBank
 from embedder.labels.graph import NeighbourGraph, read_graph, write_graph
-from embedder.labels.floor import FlooredSpace, floor_value, floored_graph, zero_count
-from embedder.labels.shuffled import ShuffledSpace, shuffled_graph, single_cycle
 from embedder.spaces import build_graph, make_spaces
 
 
@@ -63,15 +61,6 @@ def prepare_track(cfg) -> Track:
     e = cfg.eval
     train_space, eval_space = make_spaces(cfg, records, train_idx, eval_idx, out)
     graph = load_or_build_graph(StudyDir(out).labels, train_space, cfg, cfg.graph.m)
-    if cfg.train.shuffle_labels is not None:  # the shuffled-label control: training labels only
-        owner = single_cycle(len(train_space), cfg.train.shuffle_labels)
-        train_space, graph = ShuffledSpace(train_space, owner, cfg.train.shuffle_labels), shuffled_graph(graph, owner)
-    floor = floor_value(cfg.train.label_floor, graph)
-    print(f"labels: {zero_count(graph)} of {graph.nn_dist.size} neighbour distances are 0 (identical labels); "
-          + (f"floored at {floor:.4g} (train.label_floor {cfg.train.label_floor})" if floor is not None
-             else "no floor (train.label_floor none)"))
-    if floor is not None:
-        train_space, graph = FlooredSpace(train_space, floor), floored_graph(graph, floor)
     train = select(records, train_idx)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
 

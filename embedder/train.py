@@ -43,6 +43,7 @@ from embedder.model import build_model
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
 from embedder.schedule import stage_one_lr
+from embedder.row_labels import row_labels
 from embedder.track import prepare_track
 from embedder.trunk_cache import computed_once
 
@@ -363,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
         track = prepare_track(cfg)
     out = train_method(cfg, cfg.method, StudyDir(cfg.out_dir).method(slug(cfg.method.name)).root,
-                       track.train_bank, track.train_space, track.graph.nn_idx)
+                       track.train_bank, *row_labels(track, cfg, cfg.method.labels))
     if distributed.is_main():
         print(f"stage one: {cfg.method.name} -> {out}")
     distributed.leave()

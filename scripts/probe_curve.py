@@ -37,6 +37,7 @@ from capdata.formats import read_records  # noqa: E402
 from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 from embedder.study import embed, resolve_init  # noqa: E402
+from embedder.row_labels import row_labels  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402
 from embedder.train import train_method  # noqa: E402
 from eval.probe import image_tags, majority, probe_group, standardise, targets  # noqa: E402
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     record("start", 0, build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights)
            .to(prober.device))
     for method in cfg.methods:
-        train_method(cfg, method, StudyDir(out).method(slug(method.name)).root, track.train_bank, track.train_space,
-                     track.graph.nn_idx, on_step=lambda step, model, name=method.name:
+        train_method(cfg, method, StudyDir(out).method(slug(method.name)).root, track.train_bank,
+                     *row_labels(track, cfg, method.labels), on_step=lambda step, model, name=method.name:
                      record(name, step, model) if step % a.every == 0 else None)
     print(markdown(rows, prober.floor, command))
 
