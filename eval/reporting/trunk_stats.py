@@ -5,10 +5,10 @@ optionally the per-image differences behind them. The trunk is the unit of repli
 number per trunk (its seeds' mean) and trunks − 1 degrees of freedom; Holm's rule runs over the primary cells;
 the variance components say where the error comes from and what a given effect would need.
 
-Hand-written because the pieces are a few lines each and no maintained library offers this nested design's
-method-of-moments components together with the power question (statsmodels' MixedLM fits them by REML, which
-with three trunks often puts the trunk component at zero without saying so; the moments here are the textbook
-balanced-design estimates, each checked against an independent computation in tests/test_trunk_stats.py).
+Hand-written because each piece is a few lines over scipy's t distribution, and the project's stack has no
+library for a balanced nested design's method-of-moments components and the power question together
+(statsmodels, whose mixed models could fit them, is not a dependency). The moments are the textbook
+balanced-design estimates, each checked against an independent computation in tests/test_trunk_stats.py.
 """
 from __future__ import annotations
 
