@@ -18,7 +18,7 @@ LABELS = ("real", "shuffled", "kinds")
 def row_labels(track, cfg, which: str = "real") -> tuple[object, np.ndarray]:
     """(label space, neighbour indices [N, M]) of the training images for a row with ``method.labels`` =
     ``which``; built once per study and kind (the shuffle's permutation is drawn from ``cfg.seed``)."""
-    memo = track.__dict__.setdefault("_row_labels", {})
+    memo = track.row_labels
     if which not in memo:
         space, graph = track.train_space, track.graph
         if which == "shuffled":

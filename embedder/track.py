@@ -6,7 +6,7 @@ build (``embedder.graph_shards``) all start here, so each prepares a track the s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ class Track:
     db_idx: np.ndarray  # rows of ``eval_records`` that form the database
     eval_records: object
     eval_space: object
+    row_labels: dict = field(default_factory=dict)  # method.labels -> (space, nn_idx), built once (embedder.row_labels)
 
 
 def load_or_build_graph(path: Path, space, cfg, m: int) -> NeighbourGraph:

@@ -38,7 +38,7 @@ def fake_track():
     space = Points()
     records = SimpleNamespace(attributes=[{"object": k} for k in KINDS])
     return SimpleNamespace(train_space=space, graph=build_graph_bruteforce(space, 3, progress=False),
-                           train_bank=SimpleNamespace(records=records))
+                           train_bank=SimpleNamespace(records=records), row_labels={})
 
 
 def cfg(floor="none"):
