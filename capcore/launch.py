@@ -16,7 +16,10 @@ The pipeline (scripts/pipeline.sh --nproc) starts every parallel stage through t
 """
 from __future__ import annotations
 
+import json
 import os
+import re
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -57,6 +60,34 @@ def describe(rank: int, failure: ProcessFailure, folder: Path | None) -> str:
     return f"error: rank {rank} {how}{said}{where}"
 
 
+def message_text(failure: ProcessFailure) -> str:
+    """A failure's recorded message as text (torch keeps the error file's JSON object for some failures)."""
+    message = failure.message
+    if isinstance(message, dict):
+        message = message.get("message", json.dumps(message))
+    return str(message or "")
+
+
+def stopped_by_launcher(failure: ProcessFailure) -> bool:
+    """torchrun stops the surviving ranks with SIGTERM once one has died: a consequence, not a cause."""
+    text = message_text(failure)  # torch's words: "Signal 15 (SIGTERM) received", "Process N got signal: 15"
+    return failure.exitcode == -signal.SIGTERM or "SIGTERM" in text or re.search(r"[Ss]ignal:? 15\b", text) is not None
+
+
+def root_cause(err: ChildFailedError) -> tuple[int, ProcessFailure]:
+    """The rank most likely to have failed first of its own accord. A rank killed by a signal (not torchrun's
+    SIGTERM) comes first: the others then fail on the closed connection ("Connection closed by peer"), and
+    their error files may carry an earlier timestamp, since torch stamps whole seconds. Then a rank that exited
+    with an error; a rank torchrun stopped only when nothing else failed. Ties: the earliest, then the lowest
+    rank. (torch's own ``get_first_failure`` goes by timestamp alone; it named rank 0's peer error once.)"""
+    def order(item):
+        rank, failure = item
+        kind = 2 if stopped_by_launcher(failure) else (0 if failure.exitcode < 0 else 1)
+        return kind, failure.timestamp, rank
+
+    return min(err.failures.items(), key=order)
+
+
 def replay(folders: dict[int, Path]) -> None:
     """Every rank's output, rank by rank, on this process's stdout (the stage log)."""
     for rank, folder in sorted(folders.items()):
@@ -79,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     except ChildFailedError as err:
         folders = rank_folders(Path(args.log_dir))
         replay(folders)
-        rank, failure = err.get_first_failure()
-        if failure.message and failure.exitcode >= 0 and not failure.message.startswith("To enable traceback"):
-            print(f"rank {rank}'s error file ({failure.error_file}):\n{failure.message}", file=sys.stderr)
+        rank, failure = root_cause(err)
+        text = message_text(failure)
+        if text and failure.exitcode >= 0 and not text.startswith("To enable traceback"):
+            print(f"rank {rank}'s error file ({failure.error_file}):\n{text}", file=sys.stderr)
         print(describe(rank, failure, folders.get(failure.local_rank)), file=sys.stderr, flush=True)
         return 1
     replay(rank_folders(Path(args.log_dir)))

@@ -95,3 +95,26 @@ def test_a_rank_ends_without_teardown_after_its_atexit_handlers_and_a_flush(tmp_
 def test_a_process_that_never_joined_a_group_ends_normally(tmp_path):
     out = run_exit(tmp_path, "normal", "ok")
     assert out.returncode == 0 and "atexit ran" in out.stdout and "finalised" in out.stdout
+
+
+def test_the_root_cause_is_the_rank_that_failed_of_its_own_accord(tmp_path):
+    """A rank killed by a signal is named before one that failed on its closed connection or was stopped by
+    torchrun (SIGTERM), whatever their whole-second timestamps say (make test once named rank 0's error file)."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    from capcore.launch import message_text, root_cause
+
+    stopped = ProcessFailure(local_rank=0, pid=10, exitcode=1, error_file=str(tmp_path / "none.json"))
+    stopped.message, stopped.timestamp = {"message": "SignalException: Process 10 got signal: 15"}, 100
+    dead = ProcessFailure(local_rank=1, pid=11, exitcode=-9, error_file=str(tmp_path / "none.json"))
+    dead.timestamp = 101
+    err = ChildFailedError("job", {0: stopped, 1: dead})
+    assert root_cause(err) == (1, dead)
+    # rank 0 fails on the connection its dead peer closed, stamped a second earlier: the signal still comes first
+    peer = ProcessFailure(local_rank=0, pid=12, exitcode=1, error_file=str(tmp_path / "none.json"))
+    peer.message, peer.timestamp = {"message": "RuntimeError: Connection closed by peer"}, 100
+    assert root_cause(ChildFailedError("job", {0: peer, 1: dead})) == (1, dead)
+    assert root_cause(ChildFailedError("job", {0: peer, 1: stopped})) == (0, peer)
+    assert message_text(stopped) == "SignalException: Process 10 got signal: 15"
+    only_stopped = ChildFailedError("job", {0: stopped})
+    assert root_cause(only_stopped) == (0, stopped)
