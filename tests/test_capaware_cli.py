@@ -227,54 +227,56 @@ def test_run_takes_config_and_run_folder_from_the_users_directory(tmp_path, monk
     assert from_here(["--run", "r"], config_first=False) == ["--run", str(tmp_path / "r")]
 
 
-def test_a_transformer_exports_and_captions_as_predict_does(trained, tmp_path, capsys):
+def xe_beside(trained, config: str, out: str, *overrides: str) -> Path:
+    """A small XE run on the fixture's data and features (another core or setting than the fixture's)."""
+    from captioners.config import load_captioner_config
+    from captioners.train import train as xe_train
+
+    root, _, _, feats = trained
+    xe_train(load_captioner_config(ROOT / config, [
+        f"data.json={root / 'data' / 'dataset_coco.json'}", f"data.prepro_dir={root / 'prep'}",
+        "data.word_count_threshold=1", f"data.features={feats}", "val.batch_size=4", f"out_dir={root / out}",
+        "model.rnn_size=16", "model.input_encoding_size=12", "model.drop_prob_lm=0.0", "train.batch_size=4",
+        "train.epochs=4", "train.lr=5e-3", "train.precision=float32", *overrides]), progress=False)
+    return root / out
+
+
+def caption_both_ways(run: Path, tests: dict, tmp_path: Path) -> tuple[Path, list[str], list[str]]:
+    """(model file, ``capaware caption`` of the test images from it, captioners.predict's captions of the same
+    images from feats.h5), both with beam 2."""
+    from capaware import ImageCaptioner
+    from captioners.predict import main as predict_main
+
+    model_file = tmp_path / f"{run.name}.capaware"
+    assert cli_main(["export", str(run), "-o", str(model_file)]) == 0
+    ids = sorted(tests)
+    got = ImageCaptioner.load(model_file).caption([tests[i] for i in ids], batch_size=4)
+    predict_main(["--checkpoint", str(run / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
+                  "--beam-size", "2", "--no-progress"])
+    expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
+    return model_file, got, [expected[i] for i in ids]
+
+
+def test_a_transformer_exports_and_captions_as_predict_does(trained, tmp_path):
     """The Transformer core goes through export and ``capaware caption`` as the LSTM cores do: the model
     file rebuilds it from its card (its layers, heads and ff_size included) and captions the test images
     as captioners.predict does from feats.h5."""
-    from capaware import ImageCaptioner
-    from captioners.config import load_captioner_config
-    from captioners.predict import main as predict_main
-    from captioners.train import train as xe_train
-
-    root, _, tests, feats = trained
-    cfg = load_captioner_config(ROOT / "configs/demo/demo_transformer.yaml", [
-        f"data.json={root / 'data' / 'dataset_coco.json'}", f"data.prepro_dir={root / 'prep'}",
-        "data.word_count_threshold=1", f"data.features={feats}", "val.batch_size=4", f"out_dir={root / 'tf'}",
-        "model.rnn_size=16", "model.input_encoding_size=12", "model.ff_size=32", "model.drop_prob_lm=0.0",
-        "train.batch_size=4", "train.epochs=4", "train.lr=5e-3", "train.lr_warmup_steps=0", "train.precision=float32"])
-    xe_train(cfg, progress=False)
-    model_file = tmp_path / "tf.capaware"
-    assert cli_main(["export", str(root / "tf"), "-o", str(model_file)]) == 0
+    run = xe_beside(trained, "configs/demo/demo_transformer.yaml", "tf", "model.ff_size=32", "train.lr_warmup_steps=0")
+    model_file, got, expected = caption_both_ways(run, trained[2], tmp_path)
     m = read_model_file(model_file)
     assert m.card.core == "transformer" and m.card.model_args["core_args"] == {"layers": 2, "heads": 4, "ff_size": 32}
-    ids = sorted(tests)
-    got = ImageCaptioner.load(model_file).caption([tests[i] for i in ids], batch_size=4)
-    predict_main(["--checkpoint", str(root / "tf" / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
-                  "--beam-size", "2", "--no-progress"])
-    expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
-    assert got == [expected[i] for i in ids]
+    assert got == expected
 
 
 def test_standardised_inputs_are_saved_with_the_model_and_applied_at_caption_time(trained, tmp_path):
     """model.standardise (issue #46): the train split's per-channel statistics, against numpy, travel in best.pt and
     the model file, and ``capaware caption`` captions the test images as captioners.predict does."""
-    import h5py
-
-    from capaware import ImageCaptioner
-    from captioners.config import load_captioner_config
     from captioners.model import load_captioner
-    from captioners.predict import main as predict_main
     from captioners.prepro import read_labels
-    from captioners.train import train as xe_train
 
     root, _, tests, feats = trained
-    cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", [
-        f"data.json={root / 'data' / 'dataset_coco.json'}", f"data.prepro_dir={root / 'prep'}",
-        "data.word_count_threshold=1", f"data.features={feats}", "val.batch_size=4", f"out_dir={root / 'std'}",
-        "model.rnn_size=16", "model.input_encoding_size=12", "model.att_hid_size=8", "model.drop_prob_lm=0.0",
-        "model.standardise=true", "train.batch_size=4", "train.epochs=4", "train.lr=5e-3", "train.precision=float32"])
-    xe_train(cfg, progress=False)
-    model, card = load_captioner(root / "std" / "best.pt")
+    run = xe_beside(trained, "configs/demo/demo_topdown.yaml", "std", "model.att_hid_size=8", "model.standardise=true")
+    model, card = load_captioner(run / "best.pt")
     assert card.model_args["standardise"] is True
     labels = read_labels(root / "prep" / "labels.h5")
     train_ids = set(labels.image_ids[labels.splits == "train"].tolist())
@@ -285,11 +287,5 @@ def test_standardised_inputs_are_saved_with_the_model_and_applied_at_caption_tim
     assert np.allclose(model.fc_mean.numpy(), fc.mean(0), atol=1e-5)
     assert np.allclose(model.att_std.numpy(), np.where(att.std(0) < 1e-6, 1.0, att.std(0)), rtol=1e-4, atol=1e-6)
     assert not np.allclose(model.fc_std.numpy(), 1.0)  # the statistics are really there, not the identity
-    model_file = tmp_path / "std.capaware"
-    assert cli_main(["export", str(root / "std"), "-o", str(model_file)]) == 0
-    ids = sorted(tests)
-    got = ImageCaptioner.load(model_file).caption([tests[i] for i in ids], batch_size=4)
-    predict_main(["--checkpoint", str(root / "std" / "best.pt"), "--split", "test", "--out", str(tmp_path / "p.json"),
-                  "--beam-size", "2", "--no-progress"])
-    expected = {r["image_id"]: r["caption"] for r in json.loads((tmp_path / "p.json").read_text())}
-    assert got == [expected[i] for i in ids]
+    _, got, expected = caption_both_ways(run, tests, tmp_path)
+    assert got == expected
