@@ -118,3 +118,29 @@ def test_the_root_cause_is_the_rank_that_failed_of_its_own_accord(tmp_path):
     assert message_text(stopped) == "SignalException: Process 10 got signal: 15"
     only_stopped = ChildFailedError("job", {0: stopped})
     assert root_cause(only_stopped) == (0, stopped)
+
+
+RAISING = '''
+import os, sys
+sys.path.insert(0, os.environ["PYTHONPATH"])
+from capcore.errors import run_cli
+
+def main():
+    if os.environ["RANK"] == "1":
+        raise RuntimeError("boom in rank 1")
+    import time
+    time.sleep(60)
+
+run_cli(main)
+'''
+
+
+def test_a_rank_that_raises_has_its_traceback_recorded_in_its_error_file(tmp_path):
+    """run_cli wraps main in torch's ``record`` under torchrun: the launcher reads the traceback back from the rank's
+    error file and names the rank and its exit code."""
+    out = launch(tmp_path, RAISING)
+    assert out.returncode == 1
+    line = error_lines(out.stderr)[-1]
+    assert line.startswith("error: rank 1 exited with code 1; its last line: ")
+    error_file = out.stderr.split("rank 1's error file (")[1].split(")")[0]
+    assert "boom in rank 1" in Path(error_file).read_text() and "boom in rank 1" in out.stderr
