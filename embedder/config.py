@@ -231,6 +231,12 @@ LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
 
 
+ROW_LABELS = ("real", "shuffled", "kinds")
+"""method.labels: what a row trains on (embedder/row_labels.py)."""
+LABEL_FLOORS = ("none", "half_min")
+"""train.label_floor's named settings; a positive number is the third kind (embedder/labels/floor.py)."""
+
+
 def _positive_number(text: str) -> bool:
     try:
         return float(text) > 0
@@ -262,7 +268,7 @@ def check(cfg, c: ConfigChecks) -> None:
     choice("train.precision", t.precision, PRECISIONS)
     choice("train.batchnorm", t.batchnorm, BATCHNORMS)
     choice("train.freeze", t.freeze, FREEZABLE)
-    c.need(t.label_floor in ("none", "half_min") or _positive_number(t.label_floor), "train.label_floor",
+    c.need(t.label_floor in LABEL_FLOORS or _positive_number(t.label_floor), "train.label_floor",
            f"{t.label_floor!r} is neither none, half_min nor a positive number", "none, half_min or e.g. 0.05")
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
     choice("pretrain.lr_decay", cfg.pretrain.lr_decay, ("none", "cosine"))
@@ -312,7 +318,7 @@ def check_method(c: ConfigChecks, where: str, method) -> None:
     ``args``) hold values it can use; the overrides are positive where given."""
     c.choice(f"{where}.loss", method.loss, tuple(LOSSES))
     c.choice(f"{where}.mining", method.mining, MININGS)
-    c.choice(f"{where}.labels", method.labels, ("real", "shuffled", "kinds"))
+    c.choice(f"{where}.labels", method.labels, ROW_LABELS)
     for key in ("lr", "epochs", "embed_dim", "anchors_per_batch"):
         c.positive(f"{where}.{key}", getattr(method, key), allow_none=True)
     if method.loss not in LOSSES:

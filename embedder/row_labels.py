@@ -12,9 +12,6 @@ from embedder.labels.graph import build_graph_bruteforce
 from embedder.labels.kinds import KindsSpace
 from embedder.labels.shuffled import ShuffledSpace, shuffled_graph, single_cycle
 
-LABELS = ("real", "shuffled", "kinds")
-
-
 def row_labels(track, cfg, which: str = "real") -> tuple[object, np.ndarray]:
     """(label space, neighbour indices [N, M]) of the training images for a row with ``method.labels`` =
     ``which``; built once per study and kind (the shuffle's permutation is drawn from ``cfg.seed``)."""

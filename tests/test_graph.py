@@ -4,28 +4,12 @@ import pytest
 
 from capcore.errors import CapawareError
 from embedder.labels.graph import build_graph_bruteforce, read_graph, write_graph
-
-
-class PointSpace:
-    """A toy label space: Euclidean distance of 1-D points (with deliberate ties)."""
-    name = "points"
-
-    def __init__(self, x):
-        self.x = np.asarray(x, np.float64)
-
-    def __len__(self):
-        return len(self.x)
-
-    def pairwise(self, rows, cols):
-        return np.abs(self.x[rows][:, None] - self.x[cols][None, :]).astype(np.float32)
-
-    def params(self):
-        return {}
+from tests.toy_spaces import LineLabels
 
 
 def test_graph_matches_sorting_with_ties_by_index():
     x = np.array([0, 1, 1, 2, 5, 5, 5, 9], float)
-    space = PointSpace(x)
+    space = LineLabels(x)
     g = build_graph_bruteforce(space, m=3, chunk=3, progress=False)
     for i in range(len(x)):
         order = sorted((abs(x[i] - x[j]), j) for j in range(len(x)) if j != i)[:3]

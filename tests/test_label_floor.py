@@ -11,28 +11,16 @@ from embedder.config import load_config
 from embedder.labels.floor import FlooredSpace, floor_value, floored_graph, zero_count
 from embedder.labels.graph import build_graph_bruteforce
 from embedder.losses.log_ratio import log_ratio_loss
+from tests.toy_spaces import LineLabels
 
 
-class Labels:
+def labels() -> LineLabels:
     """Items 0 and 1 share a label (distance 0 between different images), as identical caption sets do."""
-
-    name = "toy"
-
-    def __init__(self):
-        self.x = np.array([0.0, 0.0, 0.5, 1.0, 2.0, 3.5])
-
-    def __len__(self):
-        return len(self.x)
-
-    def pairwise(self, rows, cols):
-        return np.abs(self.x[np.asarray(rows)][:, None] - self.x[np.asarray(cols)][None, :]).astype(np.float32)
-
-    def params(self):
-        return {}
+    return LineLabels([0.0, 0.0, 0.5, 1.0, 2.0, 3.5])
 
 
 def test_the_floor_keeps_every_ordering_and_lifts_only_identical_labels():
-    real = Labels()
+    real = labels()
     graph = build_graph_bruteforce(real, m=3, progress=False)
     assert zero_count(graph) == 2  # 0 -> 1 and 1 -> 0
     floor = floor_value("half_min", graph)
@@ -51,7 +39,7 @@ def test_the_floor_keeps_every_ordering_and_lifts_only_identical_labels():
 
 
 def test_identical_labels_no_longer_dominate_the_log_ratio():
-    real = Labels()
+    real = labels()
     emb = torch.tensor([[0.0, 0.0], [0.3, 0.0], [0.0, 0.7], [1.0, 0.0], [0.0, 1.4], [2.0, 2.0]])
     anchors = torch.tensor([0])
     everyone = np.arange(6)

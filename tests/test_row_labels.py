@@ -13,29 +13,14 @@ from embedder.labels.graph import build_graph_bruteforce
 from embedder.labels.kinds import KindsSpace
 from embedder.labels.shuffled import single_cycle
 from embedder.row_labels import row_labels
+from tests.toy_spaces import LineLabels
 
 KINDS = [["red circle"], ["red circle"], ["blue star", "red circle"], ["blue star"], ["green square"],
          ["blue star", "green square", "red circle"], ["green square"], ["red circle", "green square"]]
 
 
-class Points:
-    name = "points"
-
-    def __init__(self):
-        self.x = np.array([0.0, 0.3, 0.35, 1.0, 1.7, 2.2, 3.0, 3.05])
-
-    def __len__(self):
-        return len(self.x)
-
-    def pairwise(self, rows, cols):
-        return np.abs(self.x[np.asarray(rows)][:, None] - self.x[np.asarray(cols)][None, :]).astype(np.float32)
-
-    def params(self):
-        return {}
-
-
 def fake_track():
-    space = Points()
+    space = LineLabels([0.0, 0.3, 0.35, 1.0, 1.7, 2.2, 3.0, 3.05])
     records = SimpleNamespace(attributes=[{"object": k} for k in KINDS])
     return SimpleNamespace(train_space=space, graph=build_graph_bruteforce(space, 3, progress=False),
                            train_bank=SimpleNamespace(records=records), row_labels={})

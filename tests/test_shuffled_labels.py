@@ -6,24 +6,12 @@ import numpy as np
 
 from embedder.labels.graph import build_graph_bruteforce
 from embedder.labels.shuffled import ShuffledSpace, shuffled_graph, single_cycle
+from tests.toy_spaces import LineLabels
 
 
-class PointSpace:
-    """Labels are points on a line with ties (rounded), so the graph's (distance, index) order is exercised."""
-
-    name = "points"
-
-    def __init__(self, n: int):
-        self.x = np.round(np.random.default_rng(5).uniform(0, 4, n), 1)
-
-    def __len__(self):
-        return len(self.x)
-
-    def pairwise(self, rows, cols):
-        return np.abs(self.x[np.asarray(rows)][:, None] - self.x[np.asarray(cols)][None, :]).astype(np.float32)
-
-    def params(self):
-        return {"points": len(self.x)}
+def points(n: int, decimals: int = 1) -> LineLabels:
+    """Points on a line, rounded so that some labels tie (the graph's (distance, index) order is exercised)."""
+    return LineLabels(np.round(np.random.default_rng(5).uniform(0, 4, n), decimals))
 
 
 def test_a_single_cycle_leaves_no_image_its_own_label_and_depends_on_its_seed_alone():
@@ -38,7 +26,7 @@ def test_a_single_cycle_leaves_no_image_its_own_label_and_depends_on_its_seed_al
 
 
 def test_the_shuffled_labels_are_the_real_rows_with_other_owners():
-    real = PointSpace(60)
+    real = points(60)
     owner = single_cycle(60, seed=1)
     fake = ShuffledSpace(real, owner, seed=1)
     everyone = np.arange(60)
@@ -54,8 +42,7 @@ def test_the_shuffled_labels_are_the_real_rows_with_other_owners():
 def test_the_shuffled_graph_equals_a_search_over_the_shuffled_labels():
     everyone = np.arange(80)
     for decimals in (6, 1):  # distinct labels, then ties at the top-m boundary
-        real = PointSpace(80)
-        real.x = np.round(np.random.default_rng(5).uniform(0, 4, 80), decimals)
+        real = points(80, decimals)
         owner = single_cycle(80, seed=7)
         fake = ShuffledSpace(real, owner, 7)
         searched = build_graph_bruteforce(fake, m=6, progress=False)

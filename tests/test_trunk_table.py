@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.declaration import load_declaration, results_follow
+from eval.reporting.declaration import DEFAULT, load_declaration, results_follow
 from eval.reporting.trunk_stats import holm
 from eval.reporting.trunk_table import main
 
@@ -43,7 +43,7 @@ def fake_study(root, trunks=(0, 1, 2), seeds=(0, 1)):
 
 
 def declaration(tmp_path):
-    text = (__import__("eval.reporting.declaration", fromlist=["DEFAULT"]).DEFAULT).read_text()
+    text = DEFAULT.read_text()
     text = text.replace("test_images: 1000", f"test_images: {len(IMAGES)}")
     path = tmp_path / "declaration_table1.yaml"
     path.write_text(text)

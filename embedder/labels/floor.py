@@ -15,9 +15,6 @@ import numpy as np
 from capcore.errors import CapawareError
 from embedder.labels.graph import NeighbourGraph
 
-CHOICES = ("none", "half_min")
-
-
 def floor_value(setting: str, graph: NeighbourGraph) -> float | None:
     """``train.label_floor`` as a number: None (no floor), half the smallest positive neighbour distance, or
     the number written."""

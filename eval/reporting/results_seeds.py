@@ -74,22 +74,25 @@ def paired_test(diffs, image: tuple[float, int] | None = None) -> dict:
             "df": float(df), "image_se": image[0] if image else None}
 
 
+def per_image_scores(row: dict) -> dict[int, float] | None:
+    """A Table 1 row's per-image CIDEr-D (``per_image_<split>.json`` beside its metrics file); None when missing."""
+    if not row.get("metrics_file"):
+        return None
+    path = Path(str(row["metrics_file"])).with_name(f"per_image_{row.get('split', 'test')}.json")
+    try:
+        return {int(r["image_id"]): float(r["CIDEr-D"]) for r in json.loads(path.read_text())}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def image_se(other_rows: list[dict], img_rows: list[dict]) -> tuple[float, int] | None:
     """The test-image part of the standard error of a paired CIDEr-D difference, and the number of images: per
     image, the difference averaged over seeds; their sd / sqrt(images). None when a run's
     ``per_image_<split>.json`` is missing."""
     diffs = []
     for a, b in zip(other_rows, img_rows):
-        per = []
-        for row in (a, b):
-            if not row.get("metrics_file"):
-                return None
-            path = Path(str(row["metrics_file"])).with_name(f"per_image_{row.get('split', 'test')}.json")
-            try:
-                per.append({int(r["image_id"]): float(r["CIDEr-D"]) for r in json.loads(path.read_text())})
-            except (OSError, ValueError, KeyError, TypeError):
-                return None
-        if set(per[0]) != set(per[1]):
+        per = [per_image_scores(a), per_image_scores(b)]
+        if per[0] is None or per[1] is None or set(per[0]) != set(per[1]):
             return None
         ids = sorted(per[0])
         diffs.append([per[0][i] - per[1][i] for i in ids])
