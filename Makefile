@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 #   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: java demo test study study-captioning study-trunks study-headroom bench venv clean-demo
+.PHONY: java demo test study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -48,6 +48,13 @@ TRUNKS_RUN ?= runs/trunks
 TRUNKS ?=
 study-trunks: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_trunks.sh $(TRUNKS_RUN) $(TRUNKS)
+
+# The positive control and its negative (issue #46; rules in docs/declaration.md): from the colour-blind stand-in,
+# the recipe chosen on val, then real and shuffled caption labels over the declared seeds (scripts/study_positive.sh;
+# resumable, run by run).
+POSITIVE_RUN ?= runs/positive
+study-positive: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_positive.sh $(POSITIVE_RUN)
 
 # The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
 # captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,

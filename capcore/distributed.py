@@ -197,6 +197,9 @@ class NullWriter:
     def add_scalar(self, *args, **kwargs) -> None:
         pass
 
+    def flush(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -7,7 +7,8 @@ Runs the config's caption track as ``embedder.study`` does (class pretraining pe
 row of ``methods``), and every N optimiser steps (and before the first) embeds every image of the caption set
 with the trunk (pooled layer4, as stage two's ``fc``) and fits ``eval.probe``'s linear probes on them: train +
 restval fit, val chooses the L2 strength, test scores. Written to OUT_DIR/probe_curve.{json,md} (one row per row
-and step) and TensorBoard (``probe/<group>`` under each row's tb/). E.g. the colour-blind start
+and step; the JSON keeps each point's val accuracy too, ``probe_val``, for choices such as a step budget) and
+TensorBoard (``probe/<group>`` and ``probe_val/<group>`` under each row's tb/probe/). E.g. the colour-blind start
 (``pretrain.targets=identity_shape``) with the whole trunk trained::
 
     python scripts/probe_curve.py configs/controls/probe_caption.yaml run_dir=runs/demo out_dir=runs/demo/curve \\
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from capcore.atomic import write_text  # noqa: E402
 from capcore.device import pick_device  # noqa: E402
+from capcore.distributed import summary_writer  # noqa: E402
 from capcore.errors import run_cli  # noqa: E402
 from capcore.run_layout import StudyDir  # noqa: E402
 from embedder.config import load_config, slug  # noqa: E402
@@ -58,16 +60,18 @@ class Prober:
         self.groups = {g: targets(tags, g) for g in groups}
         self.floor = {g: majority({s: y[m] for s, m in self.split.items()}) for g, (y, _) in self.groups.items()}
 
-    def __call__(self, model) -> dict[str, float]:
+    def __call__(self, model) -> dict[str, dict[str, float]]:
+        """{"test": accuracy per group, "val": the val accuracy of the L2 strength val chose} (val is what a
+        budget may be chosen on; test is never used to choose)."""
         modes = [m.training for m in model.modules()]
         with torch.random.fork_rng(devices=[]):
             fc = embed(model, self.bank, np.arange(len(self.bank)), self.device, trunk_only=True).astype(np.float64)
             xs = standardise({s: fc[m] for s, m in self.split.items()})
-            out = {g: probe_group(xs, {s: y[m] for s, m in self.split.items()}, names)["test"]
-                   for g, (y, names) in self.groups.items()}
+            fits = {g: probe_group(xs, {s: y[m] for s, m in self.split.items()}, names)
+                    for g, (y, names) in self.groups.items()}
         for m, mode in zip(model.modules(), modes):
             m.training = mode
-        return out
+        return {split: {g: fit[split] for g, fit in fits.items()} for split in ("test", "val")}
 
 
 def markdown(rows: list[dict], floor: dict[str, float], command: str) -> str:
@@ -93,9 +97,17 @@ def main(argv: list[str] | None = None) -> None:
     prober = Prober(cfg, tuple(a.groups))
     command = " ".join(["python scripts/probe_curve.py", *argv])
     rows: list[dict] = []
+    writers: dict[str, object] = {}
 
     def record(row: str, step: int, model) -> None:
-        rows.append({"row": row, "step": step, "probe": prober(model)})
+        probes = prober(model)
+        rows.append({"row": row, "step": step, "probe": probes["test"], "probe_val": probes["val"]})
+        tb = out / "tb" if row == "start" else StudyDir(out).method(slug(row)).root / "tb"
+        writer = writers.setdefault(row, summary_writer(str(tb / "probe"), purge_step=None))  # beside training's
+        for split, name in (("test", "probe"), ("val", "probe_val")):
+            for g, v in probes[split].items():
+                writer.add_scalar(f"{name}/{g}", v, step)
+        writer.flush()
         print(f"{row} step {step}: " + ", ".join(f"{g} {v:.3f}" for g, v in rows[-1]["probe"].items()), flush=True)
         write_text(out / "probe_curve.json", json.dumps({"command": command, "floor": prober.floor, "rows": rows},
                                                          indent=1))
@@ -108,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
         train_method(cfg, method, StudyDir(out).method(slug(method.name)).root, track.train_bank,
                      *row_labels(track, cfg, method.labels), on_step=lambda step, model, name=method.name:
                      record(name, step, model) if step % a.every == 0 else None)
+    for writer in writers.values():
+        writer.close()
     print(markdown(rows, prober.floor, command))
 
 

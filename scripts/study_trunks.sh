@@ -7,7 +7,10 @@
 #      (configs/study/trunks_caption.yaml), and their features;
 #   2. both captioners, standardised inputs, XE then SCST, over the declared captioner seeds (scripts/table1_seeds.sh)
 #      -> RUN/tT/results/table1/s<seed>/captioning.json;
-#   3. the feature-scale table -> RUN/tT/results/feature_scale.md.
+#   3. the standardisation check: the Img and Cap captioners again with their inputs as stage two wrote them
+#      (configs/study/pipeline_trunks_raw.yaml, in RUN/tT/raw, which links the trunk's data and features)
+#      -> RUN/tT/raw/results/table1/s<seed>/captioning.json;
+#   4. the feature-scale table -> RUN/tT/results/feature_scale.md.
 # Once every declared trunk is done: Table 1 over trunks (eval.reporting.trunk_table -> RUN/results/trunks/) and the
 # pooled and grid probes over trunks, Cap − Img and Cap − Cap-shuffled (RUN/results/{probe,grid_probe}/).
 # The wall time of each step is printed and appended to RUN/results/timing.txt.
@@ -43,6 +46,12 @@ EOF
   step "trunk $t: pipeline to features" bash scripts/pipeline.sh "$dir/pipeline.yaml" --run "$dir" --to features
   step "trunk $t: captioners, seeds ${seeds[*]}" bash scripts/table1_seeds.sh "$dir/pipeline.yaml" "$dir" "${seeds[@]}" \
     --results "$dir/results/table1" --machine "$machine"
+  raw="$dir/raw"  # the standardisation check: Img and Cap captioners on the same features, inputs as written
+  mkdir -p "$raw"
+  for link in data captions features; do ln -sfn "../$link" "$raw/$link"; done
+  sed "s|^run_dir: .*|run_dir: $raw|" configs/study/pipeline_trunks_raw.yaml >"$raw/pipeline.yaml"
+  step "trunk $t: standardisation check, seeds ${seeds[*]}" bash scripts/table1_seeds.sh "$raw/pipeline.yaml" "$raw" \
+    "${seeds[@]}" --results "$raw/results/table1" --machine "$machine"
   python -m eval.feature_scale Img="$dir/features/img.h5" Cap="$dir/features/cap.h5" \
     Cap-shuffled="$dir/features/cap_shuffled.h5" Img-adapted="$dir/features/img_adapted.h5" \
     --out "$dir/results/feature_scale.md" >/dev/null

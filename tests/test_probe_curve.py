@@ -47,5 +47,11 @@ def test_probed_training_ends_at_the_unprobed_weights(tmp_path, caption_root):
     result = json.loads((tmp_path / "curve/probe_curve.json").read_text())
     steps = [r["step"] for r in result["rows"]]
     assert steps == list(range(0, a["step"] + 1, 2))[: len(steps)] and len(steps) == a["step"] // 2 + 1
-    assert set(result["rows"][0]["probe"]) == {"colour", "count"}
-    assert all(0 <= v <= 1 for r in result["rows"] for v in r["probe"].values())
+    assert set(result["rows"][0]["probe"]) == set(result["rows"][0]["probe_val"]) == {"colour", "count"}
+    assert all(0 <= v <= 1 for r in result["rows"] for key in ("probe", "probe_val") for v in r[key].values())
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "curve/methods/l_log_ratio_m_dense/tb/probe")).Reload()
+    logged = {e.step: e.value for e in events.Scalars("probe_val/colour")}
+    want = {r["step"]: r["probe_val"]["colour"] for r in result["rows"] if r["row"] != "start"}
+    assert logged == pytest.approx(want)

@@ -9,7 +9,9 @@ RUN holds one folder per trunk, ``t<seed>``, each with the per-seed tables scrip
   detectable effect, and for the primary cells Holm's decision at the declared alpha;
 - the variance components (trunk, captioner seed within trunk, test image) and the trunks a .02 effect would
   need with the declared seeds and images;
-- the combined variant (trunks and test images as error; df capped at trunks − 1), named as such.
+- the combined variant (trunks and test images as error; df capped at trunks − 1), named as such;
+- the declared standardisation check: the primary cells from the captioners without input standardisation
+  (``t<seed>/raw/``), their own Holm family, and whether each decision is the standardised one's.
 
 The JSON carries the declaration's stamp and what actually ran; eval.reporting.declaration.results_follow
 holds one against the other.
@@ -33,12 +35,13 @@ TRAINING = ("XE", "RL")
 EFFECT = 0.02  # the size the issue asks about: the paper's effects are .010-.028 CIDEr-D
 
 
-def collect(run: Path, trunks: list[int], seeds: list[int]) -> dict[int, dict[int, dict]]:
-    """trunk -> captioner seed -> that seed's Table 1 ({(model, features, training): row})."""
+def collect(run: Path, trunks: list[int], seeds: list[int], variant: str = "") -> dict[int, dict[int, dict]]:
+    """trunk -> captioner seed -> that seed's Table 1 ({(model, features, training): row}); ``variant``: a
+    subfolder of each trunk's (``raw``: the standardisation check's captioners)."""
     tables: dict[int, dict[int, dict]] = {}
     for t in trunks:
         for s in seeds:
-            path = run / f"t{t}" / "results" / "table1" / f"s{s}" / "captioning.json"
+            path = run / f"t{t}" / variant / "results" / "table1" / f"s{s}" / "captioning.json"
             if not path.is_file():
                 raise CapawareError(path, f"trunk {t}, captioner seed {s} has no Table 1 yet",
                                     f"run scripts/study_trunks.sh {run} {t} (it resumes)")
@@ -87,10 +90,45 @@ def analyse(tables, decl) -> dict:
                         "components": {"trunk": comps.trunk, "seed": comps.seed, "image": comps.image,
                                        "n_images": comps.n_images},
                         "trunks_for_02": trunks_needed(EFFECT, comps, seeds, decl.test_images, decl.alpha)})
-    rejected, adjusted = holm([c["test"]["p"] for c in out["primary"]], decl.alpha) if out["primary"] else ([], [])
-    for c, r, p in zip(out["primary"], rejected, adjusted):
-        c["holm"] = {"rejected": r, "adjusted_p": p}
+    apply_holm(out["primary"], decl.alpha)
     return out
+
+
+def apply_holm(cells: list[dict], alpha: float) -> None:
+    """Holm's decision and adjusted p on each cell of a family, in place."""
+    rejected, adjusted = holm([c["test"]["p"] for c in cells], alpha) if cells else ([], [])
+    for c, r, p in zip(cells, rejected, adjusted):
+        c["holm"] = {"rejected": r, "adjusted_p": p}
+
+
+def standardisation_check(run: Path, decl, primary: list[dict]) -> dict | None:
+    """The primary cells again from the captioners without input standardisation (RUN/t<seed>/raw), with their
+    own Holm family, and whether each cell's decision (and its sign when rejected) is the standardised one's.
+    None while a trunk's check has not run."""
+    try:
+        tables = collect(run, list(decl.trunks), list(decl.captioner_seeds), variant="raw")
+    except CapawareError:
+        return None
+    cells = []
+    for c in decl.primary:
+        data = cell(tables, c, c.model, c.training)
+        if data is not None:
+            cells.append({"model": c.model, "training": c.training, "features": c.features,
+                          "baseline": c.baseline, "diffs": data["diffs"],
+                          "test": trunk_test(data["diffs"], alpha=decl.alpha)})
+    apply_holm(cells, decl.alpha)
+    decision = {(c["model"], c["training"]): decided(c) for c in primary}
+    for c in cells:
+        c["same_decision"] = decided(c) == decision.get((c["model"], c["training"]))
+    return {"cells": cells, "verdict_unchanged": len(cells) == len(primary) and all(c["same_decision"]
+                                                                                    for c in cells)}
+
+
+def decided(c: dict) -> str:
+    """A primary cell's decision: '>' or '<' when Holm rejects, '=' when it does not."""
+    if not c["holm"]["rejected"]:
+        return "="
+    return ">" if c["test"]["mean"] > 0 else "<"
 
 
 def verdict(c: dict) -> str:
@@ -127,7 +165,25 @@ def markdown(result: dict, decl, declaration: Path) -> str:
               "trunks and test images as error, df capped at trunks − 1 (never more confident than the trunk test). "
               "var: method-of-moments components of one difference (trunk, seed within trunk, one test image). "
               f"trunks for .02: with {len(decl.captioner_seeds)} seeds and {decl.test_images} test images each."]
+    lines += check_markdown(result.get("standardised_check"))
     return "\n".join(lines) + "\n"
+
+
+def check_markdown(check: dict | None) -> list[str]:
+    head = ["", "#### The standardisation check (declared): the primary cells without input standardisation", ""]
+    if check is None:
+        return head + ["Not run yet for every trunk (scripts/study_trunks.sh runs it in RUN/t<seed>/raw)."]
+    lines = head + ["| Model | Training | Comparison | ΔC (trunk means) | mean | p | Holm-adjusted p | decision "
+                    "| same as standardised |", "|---|---|---|---|---:|---:|---:|---|---|"]
+    for c in check["cells"]:
+        t = c["test"]
+        means = ", ".join(f"{m:+.3f}" for m in t["trunk_means"])
+        lines.append(f"| {c['model']} | {c['training']} | {c['features']} − {c['baseline']} | {means} | "
+                     f"{t['mean']:+.3f} | {t['p']:.3f} | {c['holm']['adjusted_p']:.3f} | {decided(c)} | "
+                     f"{'yes' if c['same_decision'] else 'no'} |")
+    word = "does not change" if check["verdict_unchanged"] else "changes"
+    return lines + ["", f"Standardising the captioners' inputs {word} the primary verdict (decision: > or < where "
+                        "Holm rejects at the declared alpha, = where it does not)."]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -142,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     result = analyse(tables, decl)
     n_images = {len(p) for t in tables.values() for table in t.values() for row in table.values()
                 if (p := per_image_scores(row)) is not None}
+    if decl.standardised_check:
+        result["standardised_check"] = standardisation_check(run, decl, result["primary"])
     result["declared"] = stamp(decl, declaration)
     result["ran"] = {"trunks": sorted(tables), "captioner_seeds": sorted(next(iter(tables.values()))),
                      "test_images": n_images.pop() if len(n_images) == 1 else sorted(n_images)}
