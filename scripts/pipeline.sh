@@ -97,6 +97,8 @@ for ((i = lo; i <= hi; i++)); do
     echo "# $(date -u +%FT%TZ) stage $stage, fingerprint $fingerprint"
   } >>"$log"
   max_jobs=$(plan jobs "$stage")
+  ((${#commands[@]} >= max_jobs)) || max_jobs=${#commands[@]}  # one command alone gets every core, not a share
+  ((max_jobs >= 1)) || max_jobs=1
   stage_launch=""
   if [[ $parallel == yes && -n $launch ]]; then stage_launch=$launch max_jobs=1; fi  # each command takes every process
   # up to $max_jobs commands at once (independent trainings), each into its own log part; with several

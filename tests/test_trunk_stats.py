@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from eval.reporting.trunk_stats import components, holm, trunk_test, trunks_needed
+from eval.reporting.trunk_stats import components, holm, images_needed, trunk_test, trunks_needed
 
 
 def test_holm_on_a_hand_worked_case():
@@ -61,3 +61,18 @@ def test_trunks_needed_is_the_first_count_whose_detectable_effect_fits():
 
     assert detectable(n) <= 0.02 < detectable(n - 1)
     assert trunks_needed(0.5, comps, seeds=2) == 2 and trunks_needed(1e-9, comps, seeds=2, most=50) is None
+
+
+def test_images_needed_is_the_first_count_whose_detectable_effect_fits_else_none():
+    images = np.random.default_rng(0).normal(0.02, 0.3, 200)
+    comps = components([[0.02, 0.03], [0.01, 0.02], [0.03, 0.02]], images)
+
+    def detectable(n_images, trunks=10):
+        return (stats.t.ppf(0.975, trunks - 1) + stats.t.ppf(0.8, trunks - 1)) * np.sqrt(comps.se2(trunks, 2, n_images))
+
+    n = images_needed(0.02, comps, trunks=10, seeds=2)
+    assert n is not None and detectable(n) <= 0.02 < detectable(n - 1)
+    # trunks this far apart: their spread alone exceeds what a .02 effect leaves room for, whatever the test set
+    comps = components([[0.0, 0.01], [0.04, 0.05], [0.08, 0.07]], images)
+    assert detectable(10**9, trunks=3) > 0.02 and images_needed(0.02, comps, trunks=3, seeds=2) is None
+    assert images_needed(0.02, components([[0.0, 0.1]] * 3), trunks=10, seeds=2) is None  # no image part known

@@ -9,7 +9,7 @@ import pytest
 
 from capcore.errors import CapawareError
 from eval.reporting.declaration import DEFAULT, load_declaration, results_follow
-from eval.reporting.trunk_stats import holm
+from eval.reporting.trunk_stats import Components, holm, images_needed
 from eval.reporting.trunk_table import main
 
 FEATURES = ("Img", "Cap", "Cap-shuffled", "Img-adapted")
@@ -68,6 +68,9 @@ def test_the_trunk_table_tests_trunk_means_and_applies_holm_to_the_primary_cells
         assert c["test"]["trunk_means"] == pytest.approx(want) and c["test"]["df"] == 2
         if c["combined"]:
             assert c["combined"]["df"] <= 2 and c["combined"]["p"] >= c["test"]["p"] - 1e-12
+        comps = Components(c["components"]["trunk"], c["components"]["seed"], c["components"]["image"],
+                           c["components"]["n_images"])
+        assert c["images_for_02"] == images_needed(0.02, comps, trunks=3, seeds=2)
     rejected, adjusted = holm([c["test"]["p"] for c in primary])
     assert [c["holm"]["rejected"] for c in primary] == rejected
     assert [c["holm"]["adjusted_p"] for c in primary] == pytest.approx(adjusted)

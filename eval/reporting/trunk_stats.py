@@ -101,3 +101,19 @@ def trunks_needed(effect: float, comps: Components, seeds: int, images: int | No
         if (student_t.ppf(1 - alpha / 2, df) + student_t.ppf(power, df)) * se <= effect:
             return trunks
     return None
+
+
+def images_needed(effect: float, comps: Components, trunks: int, seeds: int, alpha: float = 0.05,
+                  power: float = 0.80) -> int | None:
+    """The fewest test images for which ``trunks`` trunks of ``seeds`` captioner seeds detect ``effect``; None when
+    no number of images is enough (the trunk and seed parts alone exceed it) or the image part is unknown.
+
+    Solved in closed form: (t(1 - alpha/2) + t(power)) * sqrt(trunk/T + seed/(T s) + image/I) <= effect."""
+    if comps.image is None:
+        return None
+    df = trunks - 1
+    room = (effect / (student_t.ppf(1 - alpha / 2, df) + student_t.ppf(power, df))) ** 2
+    room -= comps.trunk / trunks + comps.seed / (trunks * seeds)
+    if room <= 0:
+        return None
+    return max(1, int(np.ceil(comps.image / room)))

@@ -7,8 +7,8 @@ RUN holds one folder per trunk, ``t<seed>``, each with the per-seed tables scrip
 
 - the trunk-level test (eval.reporting.trunk_stats.trunk_test: one number per trunk, trunks − 1 df), its
   detectable effect, and for the primary cells Holm's decision at the declared alpha;
-- the variance components (trunk, captioner seed within trunk, test image) and the trunks a .02 effect would
-  need with the declared seeds and images;
+- the variance components (trunk, captioner seed within trunk, test image), the trunks a .02 effect would
+  need with the declared seeds and images, and the test images it would need with the declared trunks;
 - the combined variant (trunks and test images as error; df capped at trunks − 1), named as such;
 - the declared standardisation check: the primary cells from the captioners without input standardisation
   (``t<seed>/raw/``), their own Holm family, and whether each decision is the standardised one's.
@@ -28,7 +28,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from eval.reporting.declaration import DEFAULT, Comparison, load_declaration, stamp
 from eval.reporting.results_seeds import paired_test, per_image_scores, read_table
-from eval.reporting.trunk_stats import components, holm, trunk_test, trunks_needed
+from eval.reporting.trunk_stats import components, holm, images_needed, trunk_test, trunks_needed
 
 MODELS = ("Att2all2", "Top-Down")
 TRAINING = ("XE", "RL")
@@ -89,7 +89,8 @@ def analyse(tables, decl) -> dict:
                         "diffs": data["diffs"], "test": test, "combined": combined,
                         "components": {"trunk": comps.trunk, "seed": comps.seed, "image": comps.image,
                                        "n_images": comps.n_images},
-                        "trunks_for_02": trunks_needed(EFFECT, comps, seeds, decl.test_images, decl.alpha)})
+                        "trunks_for_02": trunks_needed(EFFECT, comps, seeds, decl.test_images, decl.alpha),
+                        "images_for_02": images_needed(EFFECT, comps, len(decl.trunks), seeds, decl.alpha)})
     apply_holm(out["primary"], decl.alpha)
     return out
 
@@ -148,8 +149,8 @@ def markdown(result: dict, decl, declaration: Path) -> str:
              f"the unit; one number per trunk (its seeds' mean difference), t on trunks − 1 df; Holm over the "
              f"{len(decl.primary)} primary cells at {decl.alpha}.", "",
              "| Model | Training | Comparison | ΔC (trunk means) | mean | se | df | detectable | p | combined p (df) "
-             "| var trunk / seed / image | trunks for .02 | Verdict |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|"]
+             "| var trunk / seed / image | trunks for .02 | images for .02 | Verdict |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|"]
     for kind in ("primary", "secondary"):
         for c in result[kind]:
             t, k, comb = c["test"], c["components"], c["combined"]
@@ -157,14 +158,17 @@ def markdown(result: dict, decl, declaration: Path) -> str:
             image = f"{k['image']:.2e}" if k["image"] is not None else "n/a"
             comb_text = f"{comb['p']:.3f} ({comb['df']:.0f})" if comb else "n/a"
             need = c["trunks_for_02"] if c["trunks_for_02"] is not None else "> 1000"
+            images = f"{c['images_for_02']:,}" if c["images_for_02"] is not None else "none enough"
             lines.append(f"| {c['model']} | {c['training']} | {c['features']} − {c['baseline']} | {means} | "
                          f"{t['mean']:+.3f} | {t['se']:.3f} | {t['df']} | {t['detectable']:.3f} | {t['p']:.3f} | "
-                         f"{comb_text} | {k['trunk']:.2e} / {k['seed']:.2e} / {image} | {need} | {verdict(c)} |")
+                         f"{comb_text} | {k['trunk']:.2e} / {k['seed']:.2e} / {image} | {need} | {images} | {verdict(c)} |")
     lines += ["", "Primary rows first, then the declared secondary rows (unadjusted, never verdicts). detectable: "
               "the smallest true difference found at the 5% level with 80% power at the trunk level. combined: "
               "trunks and test images as error, df capped at trunks − 1 (never more confident than the trunk test). "
               "var: method-of-moments components of one difference (trunk, seed within trunk, one test image). "
-              f"trunks for .02: with {len(decl.captioner_seeds)} seeds and {decl.test_images} test images each."]
+              f"trunks for .02: with {len(decl.captioner_seeds)} seeds and {decl.test_images} test images each. "
+              f"images for .02: the test images {len(decl.trunks)} trunks of {len(decl.captioner_seeds)} seeds "
+              "would need (none enough: the trunk and seed spread alone exceed what a .02 effect leaves room for)."]
     lines += check_markdown(result.get("standardised_check"))
     return "\n".join(lines) + "\n"
 
