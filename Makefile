@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 #   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: java demo test study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
+.PHONY: java demo test test-studies study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -32,7 +32,12 @@ demo: java venv
 # most tests run one torch thread, so two files side by side use both cores of a 2-core machine.
 TEST_WORKERS ?= 2
 test: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not studies"
+
+# The study commands README and docs print, each run as written on a tiny config (tests/test_study_commands.py;
+# a few minutes on 2 cores, so apart from `make test`; CI runs both).
+test-studies: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m studies
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
 # configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast
@@ -53,8 +58,9 @@ study-trunks: venv
 # the recipe chosen on val, then real and shuffled caption labels over the declared seeds (scripts/study_positive.sh;
 # resumable, run by run).
 POSITIVE_RUN ?= runs/positive
+POSITIVE_ARGS ?=
 study-positive: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_positive.sh $(POSITIVE_RUN)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_positive.sh $(POSITIVE_RUN) $(POSITIVE_ARGS)
 
 # The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
 # captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,

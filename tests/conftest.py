@@ -10,3 +10,8 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "studies: the study commands run as written on a tiny config "
+                                       "(make test-studies; make test leaves them out)")
