@@ -11,8 +11,9 @@
 #      (configs/study/pipeline_trunks_raw.yaml, in RUN/tT/raw, which links the trunk's data and features)
 #      -> RUN/tT/raw/results/table1/s<seed>/captioning.json;
 #   4. the feature-scale table -> RUN/tT/results/feature_scale.md.
-# Once every declared trunk is done: Table 1 over trunks (eval.reporting.trunk_table -> RUN/results/trunks/) and the
-# pooled and grid probes over trunks, Cap − Img and Cap − Cap-shuffled (RUN/results/{probe,grid_probe}/).
+# Once every declared trunk is done: Table 1 over trunks (eval.reporting.trunk_table -> RUN/results/trunks/), the
+# pooled and grid probes over trunks, Cap − Img and Cap − Cap-shuffled (RUN/results/{probe,grid_probe}/), and every
+# feature set's scale (RUN/results/feature_scale.md).
 # The wall time of each step is printed and appended to RUN/results/timing.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,4 +73,12 @@ step "probes over trunks" bash -c "python -m eval.probe --karpathy $refs --featu
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/probe \
   && python -m eval.grid_probe --karpathy $refs --features ${feats[*]} \
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/grid_probe"
-echo "Table 1 over trunks: $run/results/trunks/table1_trunks.md; probes: $run/results/{probe,grid_probe}/"
+scale=()
+for t in "${all[@]}"; do
+  for pair in Img=img Cap=cap Cap-shuffled=cap_shuffled Img-adapted=img_adapted; do
+    scale+=("${pair%%=*} (trunk $t)=$run/t$t/features/${pair#*=}.h5")
+  done
+done
+python -m eval.feature_scale "${scale[@]}" --out "$run/results/feature_scale.md" >/dev/null
+echo "Table 1 over trunks: $run/results/trunks/table1_trunks.md; probes: $run/results/{probe,grid_probe}/;" \
+  "feature scale: $run/results/feature_scale.md"

@@ -77,6 +77,7 @@ def test_make_study_trunks_runs_every_declared_trunk_and_writes_table1_over_trun
     assert result["ran"]["trunks"] == [0, 1, 2] and len(result["primary"]) == 4
     assert result["standardised_check"] is not None and len(result["standardised_check"]["cells"]) == 4
     assert (run / "results" / "probe" / "probe.md").is_file() and (run / "t2" / "results" / "feature_scale.md").is_file()
+    assert (run / "results" / "feature_scale.md").read_text().count("(trunk ") == 12
     timing = (run / "results" / "timing.txt").read_text()
     assert "trunk 0: pipeline to features" in timing and "Table 1 over trunks" in timing
 
