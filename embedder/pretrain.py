@@ -183,7 +183,12 @@ class Views:
             out[row] = images[row, :, y0:y0 + c, x0:x0 + c]
             if self.targets != "attributes":
                 nearest = int(np.hypot(*(centres - [x0 + c / 2, y0 + c / 2]).T).argmin())
-                y[row, self.lookup[object_kind(self.bank.records.objects[i][nearest], self.targets)]] = 1.0
+                kind = object_kind(self.bank.records.objects[i][nearest], self.targets)
+                if kind not in self.lookup:
+                    raise CapawareError(self.bank.records.image_paths[i], f"object kind {kind!r} is not among the "
+                                        f"{len(self.names)} kinds the pretraining set shows",
+                                        "pretrain on a set that shows every kind (a larger pretrain.data.synthetic.n_train)")
+                y[row, self.lookup[kind]] = 1.0
                 continue
             inside = [j for j, (x, y_) in enumerate(centres) if x0 <= x < x0 + c and y0 <= y_ < y0 + c]
             tags = [f"background:{v}" for v in self.bank.records.attributes[i]["background"]]

@@ -165,6 +165,10 @@ def test_identity_labels_the_object_nearest_the_crop_centre():
         assert y[0].tolist() == ([0.0, 1.0] if holds_star else [1.0, 0.0])
     with pytest.raises(CapawareError, match="pretrain.crop"):
         Views(ImageBank(rec, 64, cache=image), ["kind:blue circle", "kind:red star"], crop=None, targets="identity_shape")
+    unseen = Views(ImageBank(rec, 64, cache=image), ["kind:blue circle"], crop=32, targets="identity")
+    with pytest.raises(CapawareError, match="'kind:red star' is not among the 1 kinds the pretraining set shows"):
+        for seed in range(12):  # some crop lands on the star
+            unseen.batch(np.array([0]), np.random.default_rng(seed))
 
 
 def test_a_finished_backbone_trained_otherwise_is_refused_not_reused(tmp_path):

@@ -27,7 +27,7 @@ STAGE1_TINY = ("data.synthetic.n_val=16 data.synthetic.n_train=64 data.synthetic
                "data.synthetic.size=64 captions.w2v_dim=16 captions.w2v_epochs=2 graph.m=6 graph.workers=1 "
                "train.positives=4 train.batch_size=12 train.k=3 train.anchors_per_batch=1 train.epochs=0.1 eval.k=5 "
                "eval.n_queries=8 model.arch=resnet10 model.embed_dim=8 pretrain.epochs=0.5 pretrain.batch_size=16 "
-               "pretrain.crop=16 pretrain.data.synthetic.n_train=48 pretrain.data.synthetic.n_test=8 "
+               "pretrain.crop=16 pretrain.data.synthetic.n_train=120 pretrain.data.synthetic.n_test=8 "
                "pretrain.data.synthetic.size=64 pretrain.precision=float32 train.precision=float32")
 
 
