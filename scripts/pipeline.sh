@@ -56,6 +56,26 @@ if ((nproc * nnodes > 1)); then
   fi
 fi
 
+# GPUs: with several visible, the commands a stage runs at once (`jobs: k`) each get their own, the least busy
+# (CUDA_VISIBLE_DEVICES per command), never all on GPU 0; under --nproc each command takes them all through torchrun
+gpus=()
+if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+  IFS=, read -r -a gpus <<<"$CUDA_VISIBLE_DEVICES"
+elif command -v nvidia-smi >/dev/null 2>&1; then
+  mapfile -t gpus < <(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null || true)
+fi
+declare -A gpu_of=()  # a running command's pid -> its GPU
+least_busy_gpu() {
+  local g p best="" n fewest=1000000
+  for p in "${!gpu_of[@]}"; do kill -0 "$p" 2>/dev/null || unset "gpu_of[$p]"; done
+  for g in "${gpus[@]}"; do
+    n=0
+    for p in "${!gpu_of[@]}"; do [[ ${gpu_of[$p]} == "$g" ]] && n=$((n + 1)); done
+    ((n < fewest)) && { fewest=$n; best=$g; }
+  done
+  echo "$best"
+}
+
 plan() { python scripts/pipeline_plan.py "$config" "${run_args[@]}" "$@"; }
 plan validate >/dev/null  # every stage config, checked before the first stage runs (one error line if not)
 mapfile -t stages < <(plan stages)
@@ -112,8 +132,16 @@ for ((i = lo; i <= hi; i++)); do
     [[ -n $cmd ]] || continue
     part="$log.part$k"
     echo "\$ $cmd" >"$part"
-    CAPAWARE_LAUNCH=$stage_launch CAPAWARE_RANK_LOGS="$run/logs/ranks/$stage" "${share[@]}" bash -c "$cmd" >>"$part" 2>&1 &
+    device=() gpu=""
+    if ((${#gpus[@]} > 1 && max_jobs > 1)) && [[ -z $stage_launch ]]; then
+      gpu=$(least_busy_gpu)
+      device=(env "CUDA_VISIBLE_DEVICES=$gpu")
+      cmd="echo \"# CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES\"; $cmd"  # the command's own environment, in its log
+    fi
+    CAPAWARE_LAUNCH=$stage_launch CAPAWARE_RANK_LOGS="$run/logs/ranks/$stage" "${share[@]}" "${device[@]}" \
+      bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
+    [[ -z $gpu ]] || gpu_of[$!]=$gpu
     while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more
   done

@@ -40,3 +40,19 @@ def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream
     cell = result["cells"][0]
     assert cell["C"]["values"][0] == rows[0]["C"] and (two / "seeds" / "s1" / "captioners").is_dir()
     assert "Cap − Img" in (two / "results" / "captioning_seeds" / "captioning_seeds.md").read_text()
+
+
+def test_commands_run_at_once_get_one_gpu_each_never_all_gpu_0(tmp_path):
+    """Two data commands at a time with two (fake) visible devices: each command's own environment, which it
+    writes to its log, names a different one; with one device, or one job at a time, nothing is assigned."""
+    import os
+    for devices, jobs, want in (("0,1", 2, {"0", "1"}), ("0", 2, set()), ("3,5", 1, set())):
+        config = tiny_config(tmp_path, jobs=jobs)
+        run = tmp_path / f"run_{devices}_{jobs}"
+        e = dict(env(), CUDA_VISIBLE_DEVICES=devices)
+        out = subprocess.run(["bash", "scripts/pipeline.sh", str(config), "--run", str(run), "--to", "data"],
+                             cwd=ROOT, env=e, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+        seen = [line.split("=", 1)[1] for line in (run / "logs" / "data.log").read_text().splitlines()
+                if line.startswith("# CUDA_VISIBLE_DEVICES=")]
+        assert sorted(seen) == sorted(want), (devices, jobs, seen)
