@@ -158,8 +158,9 @@ class TrainConfig:
     # two different images (identical labels otherwise give the log-ratio log(eps) = -13.8: embedder/labels/floor.py)
     precision: str = "auto"  # auto | float32 | bfloat16: autocast the trunk; auto is bfloat16 where it is
     # native (GPUs, AVX-512 BF16 or AMX CPUs: capcore.cpu_isa), float32 elsewhere; head and loss stay float32
-    batchnorm: str = "batch"  # batch | sync | frozen: under torchrun, batch normalises each process's share of
-    # the batch alone; sync uses SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN)
+    batchnorm: str = "batch"  # batch | sync | frozen | per_process: under torchrun, batch shares the global batch's
+    # statistics (SyncBatchNorm on CUDA; frozen running statistics on CPU/gloo, said in one line); sync insists on
+    # SyncBatchNorm (CUDA only); frozen uses running statistics (eval-mode BN); per_process, each share's own
     ckpt_every: int = bookkeeping(50)  # steps between checkpoints (and at the end)
     log_every: int = bookkeeping(10)
     stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
@@ -225,7 +226,7 @@ FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
-BATCHNORMS = ("batch", "sync", "frozen")
+BATCHNORMS = ("batch", "sync", "frozen", "per_process")
 DEVICES = ("auto", "cpu", "cuda")
 LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""

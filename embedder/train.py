@@ -10,8 +10,9 @@ embeds its share of the batch's images and computes the label distances of its s
 embeddings (differentiably) and label distances are all-gathered, and every process evaluates the
 loss of the whole global batch. Each process's share of the gradient then arrives world-size times
 through the gather's backward and DDP divides by the world size: the step is the one-process step of
-the same global batch. BatchNorm is the exception: ``train.batchnorm=batch`` normalises each share
-with its own statistics (``sync``: SyncBatchNorm, CUDA only; ``frozen``: running statistics).
+the same global batch. BatchNorm follows: ``train.batchnorm=batch`` (the default) is SyncBatchNorm on CUDA and
+frozen running statistics where SyncBatchNorm cannot run (CPU, gloo), said in one line; ``per_process``
+normalises each share alone (prepare_batchnorm).
 """
 from __future__ import annotations
 
@@ -151,15 +152,24 @@ def compute_frozen_maps(prefix: torch.nn.Module, bank, device, dtype, batch: int
     return torch.cat(out).contiguous(memory_format=memory_format())
 
 
-def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device, world: int) -> torch.nn.Module:
-    """``train.batchnorm`` (checked by the config): batch (per-process statistics) | sync (SyncBatchNorm: one
-    set of batch statistics over all processes; CUDA only, a no-op in one process) | frozen (``freeze_bn``)."""
-    if mode == "sync" and world > 1:
-        if device.type != "cuda":
-            raise CapawareError("train.batchnorm", "sync needs CUDA (torch's SyncBatchNorm has no CPU kernel)",
-                                "use train.batchnorm=batch (per-process statistics) or frozen on CPU")
-        return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    return model
+def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device,
+                      world: int) -> tuple[torch.nn.Module, str]:
+    """``train.batchnorm`` (checked by the config) -> (the model, the mode in effect). In one process every mode
+    but frozen is plain BatchNorm. Under torchrun: batch (the default) shares the global batch's statistics,
+    through SyncBatchNorm on CUDA and, where SyncBatchNorm cannot run (CPU, gloo), with frozen running statistics
+    instead, said in one line (each process's 6-7 images are never a silent default); sync insists on
+    SyncBatchNorm; per_process normalises each process's share alone; frozen uses running statistics."""
+    if world == 1 or mode in ("frozen", "per_process"):
+        return model, mode
+    if mode == "batch" and device.type != "cuda":
+        if distributed.is_main():
+            print(f"train.batchnorm: SyncBatchNorm needs CUDA; on {device.type} with {world} processes BatchNorm "
+                  "uses frozen running statistics (train.batchnorm=per_process: each process's own share)", flush=True)
+        return model, "frozen"
+    if device.type != "cuda":
+        raise CapawareError("train.batchnorm", "sync needs CUDA (torch's SyncBatchNorm has no CPU kernel)",
+                            "use train.batchnorm=batch (frozen statistics on CPU) or per_process")
+    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model), "sync"
 
 
 def freeze_bn(model: torch.nn.Module) -> None:
@@ -192,6 +202,7 @@ class StageOneRun:
     dtype: torch.dtype | None
     world: int
     rank: int
+    batchnorm: str  # the mode in effect (prepare_batchnorm)
 
     @classmethod
     def build(cls, cfg, method, row: RowSettings, nn_idx: np.ndarray, progress: bool) -> "StageOneRun":
@@ -206,7 +217,7 @@ class StageOneRun:
             print(f"{method.name}: {precision}", flush=True)
         torch.manual_seed(cfg.seed)
         model = build_model(cfg.model.arch, row.embed_dim, cfg.model.init, cfg.model.weights).to(device)
-        model = prepare_batchnorm(model.to(memory_format=memory_format()), t.batchnorm, device, world)
+        model, batchnorm = prepare_batchnorm(model.to(memory_format=memory_format()), t.batchnorm, device, world)
         criterion = MethodLoss(method, t, cfg.seed).to(device)
         prefix, rest = model.split_trunk(t.freeze)
         prefix.requires_grad_(False)
@@ -217,7 +228,8 @@ class StageOneRun:
         per_epoch = sampler.steps_per_epoch()
         total = max(1, math.ceil(row.epochs * per_epoch))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, stage_one_lr(t, per_epoch, total))
-        return cls(model, criterion, prefix, rest, params, opt, sched, sampler, total, device, dtype, world, rank)
+        return cls(model, criterion, prefix, rest, params, opt, sched, sampler, total, device, dtype, world, rank,
+                   batchnorm)
 
     def checkpoint(self, fingerprint: str, path: Path) -> LoopCheckpoint:
         return LoopCheckpoint(path, fingerprint, {"model": self.model, "criterion": self.criterion,
@@ -316,7 +328,7 @@ def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutp
     """The loop, from ``steps.start`` to ``run.total``: a step, its logs and checkpoints, a requested stop."""
     t, step, writer = cfg.train, steps.start, out.writer
     run.model.train()
-    if t.batchnorm == "frozen":
+    if run.batchnorm == "frozen":
         freeze_bn(run.model)
     net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
     bar = tqdm(total=run.total, initial=step, desc=out.name, disable=not out.progress, leave=False)

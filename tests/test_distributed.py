@@ -249,15 +249,27 @@ def test_shares_partition_every_global_batch():
     assert shares[1].real == [True, True, False] and drawn[1][2] == glob[2][:1]  # zero-weight stand-in
 
 
-def test_sync_batchnorm_is_refused_on_cpu_under_torchrun():
-    from embedder.model import build_model
+def test_batchnorm_under_torchrun_is_sync_on_cuda_frozen_on_cpu_and_never_per_process_by_default():
+    from capcore.errors import CapawareError
     from embedder.train import prepare_batchnorm
 
-    model = build_model("resnet18", 8)
+    def bn_types(model):
+        return {type(m) for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)}
+
+    def net():
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Sequential(
+            torch.nn.Conv2d(4, 4, 1), torch.nn.BatchNorm2d(4)))
+
+    converted, mode = prepare_batchnorm(net(), "batch", torch.device("cuda"), world=2)  # converting needs no GPU
+    assert mode == "sync" and bn_types(converted) == {torch.nn.SyncBatchNorm}
+    model = net()
+    assert prepare_batchnorm(model, "batch", torch.device("cpu"), world=2) == (model, "frozen")
+    assert bn_types(model) == {torch.nn.BatchNorm2d}
+    assert prepare_batchnorm(model, "batch", torch.device("cpu"), world=1) == (model, "batch")  # one process: plain BN
+    assert prepare_batchnorm(model, "per_process", torch.device("cuda"), world=2) == (model, "per_process")
     with pytest.raises(CapawareError, match="train.batchnorm"):
         prepare_batchnorm(model, "sync", torch.device("cpu"), world=2)
-    assert prepare_batchnorm(model, "sync", torch.device("cpu"), world=1) is model  # one process: plain BN
+    assert prepare_batchnorm(model, "sync", torch.device("cpu"), world=1) == (model, "sync")
     from embedder.config import load_config  # an unknown mode stops at the config, the one place that checks it
-
     with pytest.raises(CapawareError, match="train.batchnorm"):
         load_config("configs/demo/demo_pose.yaml", ["train.batchnorm=ghost"])
