@@ -116,8 +116,11 @@ class CaptionDataset(Dataset):
 
 
 def collate(items: list[dict]) -> dict:
-    out = {"att": torch.from_numpy(np.stack([it["att"] for it in items])).float(),
-           "fc": torch.from_numpy(np.stack([it["fc"] for it in items])).float(),
+    """A batch in the features file's own dtype: float16 features cross the worker hand-off (and, on a GPU, the
+    bus) at half the bytes, and become float32 on the device (``on_device``). Casting in the workers cost COCO's
+    loader 3-6x its images/s (issue #47)."""
+    out = {"att": torch.from_numpy(np.stack([it["att"] for it in items])),
+           "fc": torch.from_numpy(np.stack([it["fc"] for it in items])),
            "image_id": torch.tensor([it["image_id"] for it in items], dtype=torch.int64),
            "index": torch.tensor([it["index"] for it in items], dtype=torch.int64)}
     if "labels" in items[0]:
@@ -169,10 +172,18 @@ def steps_per_epoch(n: int, batch_size: int) -> int:
     return math.ceil(n / batch_size)
 
 
-def loader(dataset: CaptionDataset, batches, num_workers: int = 0) -> DataLoader:
-    """A DataLoader over given batches; its own generator keeps the global torch RNG untouched."""
-    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers,
-                      generator=torch.Generator().manual_seed(0), persistent_workers=False)
+def loader(dataset: CaptionDataset, batches, num_workers: int = 0, device: torch.device | None = None) -> DataLoader:
+    """A DataLoader over given batches; its own generator keeps the global torch RNG untouched. For a CUDA
+    ``device`` batches come in pinned memory (``on_device`` then copies without blocking); workers read
+    four batches ahead."""
+    pin = device is not None and device.type == "cuda"
+    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers, pin_memory=pin,
+                      prefetch_factor=4 if num_workers else None, generator=torch.Generator().manual_seed(0))
+
+
+def on_device(batch: dict, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fc, att) of a batch on ``device`` in float32, cast there: the host never converts the features."""
+    return (batch["fc"].to(device, non_blocking=True).float(), batch["att"].to(device, non_blocking=True).float())
 
 
 def eval_batches(n: int, batch_size: int) -> list[list[int]]:

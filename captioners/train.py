@@ -26,7 +26,7 @@ from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
 from captioners.card import CaptionerCard
 from captioners.config import CaptionerConfig, core_args, features_path, load_captioner_config
-from captioners.data import CaptionDataset
+from captioners.data import CaptionDataset, on_device
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
@@ -57,7 +57,7 @@ def xe_recipe(cfg: CaptionerConfig, model: Captioner, device: torch.device, dtyp
         model.train()
         seq = batch["labels"].to(device)
         with autocast(device, dtype):
-            logp = ctx.net(batch["fc"].to(device), batch["att"].to(device), seq, ss_prob)
+            logp = ctx.net(*on_device(batch, device), seq, ss_prob)
         words = seq.view(-1, seq.size(-1))
         loss = xe_loss(logp.float(), words, t.label_smoothing)
         if ctx.world > 1:  # this share's word sum over the global batch's word count (module docstring)

@@ -180,7 +180,8 @@ class CaptionerLoop:
         """Decode val, score CIDEr-D (pycocoevalcap), log it, and keep best.pt when it is the best eligible."""
         cfg, p, recipe = self.cfg, self.p, self.recipe
         preds, _ = generate(self.model, self.val_set, self.vocab, self.device, cfg.val.batch_size, self.max_length,
-                            "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size)
+                            "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size,
+                            num_workers=cfg.data.num_workers)
         score, _ = corpus_cider_d(preds, self.refs)
         extra, note = recipe.describe_val(preds) if recipe.describe_val else ({}, "")
         means = {k: float(np.mean(v)) if v else None for k, v in p.stats.items()}
@@ -207,7 +208,7 @@ class CaptionerLoop:
         batches = EpochBatches(len(self.train_set), t.batch_size, cfg.seed, epoch, p.step % self.per_epoch)
         if self.world > 1:
             batches = ShardedBatches(batches, distributed.rank(), self.world)
-        for i, batch in enumerate(loader(self.train_set, batches, cfg.data.num_workers)):
+        for i, batch in enumerate(loader(self.train_set, batches, cfg.data.num_workers, self.device)):
             if self.world > 1:  # dropout and sampling draw per-process, per-step seeded streams
                 torch.manual_seed(distributed.rank_seed(cfg.seed, p.step))
             if p.step <= t.lr_warmup_steps:  # a function of the step alone: a resumed run warms up the same

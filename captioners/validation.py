@@ -13,7 +13,7 @@ import torch
 from tqdm import tqdm
 
 from capdata.formats import read_annotation
-from captioners.data import CaptionDataset, eval_batches, loader
+from captioners.data import CaptionDataset, eval_batches, loader, on_device
 from captioners.decoding import decode
 from captioners.model import Captioner
 from captioners.prepro import Labels, decode_sequence
@@ -54,14 +54,15 @@ def corpus_bleu4(preds: dict[int, str], refs: dict[int, list[str]]) -> float:
 @torch.no_grad()
 def generate(model: Captioner, dataset: CaptionDataset, vocab: list[str], device, batch_size: int = 100,
              max_len: int = 16, method: str = "greedy", beam_size: int = 1, temperature: float = 1.0,
-             generator=None, keep_attention: bool = False, progress: bool = False):
-    """Captions for every image of ``dataset``: {image_id: caption}, and attention rows if asked."""
+             generator=None, keep_attention: bool = False, progress: bool = False, num_workers: int = 0):
+    """Captions for every image of ``dataset``: {image_id: caption}, and attention rows if asked; read through
+    the training loader (``num_workers`` processes)."""
     model.eval()
     preds, attention = {}, []
     batches = eval_batches(len(dataset), batch_size)
-    for batch in tqdm(loader(dataset, batches), total=len(batches), desc="decode", disable=not progress, leave=False):
-        dec = decode(model, batch["fc"].to(device), batch["att"].to(device), method, beam_size, max_len,
-                     temperature, generator)
+    for batch in tqdm(loader(dataset, batches, num_workers, torch.device(device)), total=len(batches), desc="decode",
+                      disable=not progress, leave=False):
+        dec = decode(model, *on_device(batch, device), method, beam_size, max_len, temperature, generator)
         for k, image_id in enumerate(batch["image_id"].tolist()):
             preds[image_id] = decode_sequence(vocab, dec.seq[k].tolist())
             if keep_attention:

@@ -38,7 +38,7 @@ from capcore.errors import CapawareError, run_cli
 from capcore.fingerprint import run_fingerprint
 from captioners.card import CaptionerCard
 from captioners.config import features_path
-from captioners.data import CaptionDataset
+from captioners.data import CaptionDataset, on_device
 from captioners.discriminative import discriminativeness
 from captioners.model import build_captioner, caption_mask, xe_loss
 from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_vocab
@@ -119,7 +119,7 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
     sampler = torch.Generator(device=device).manual_seed(cfg.seed)
 
     def step(batch: dict, ctx: StepContext) -> StepResult:
-        fc, att = batch["fc"].to(device), batch["att"].to(device)
+        fc, att = on_device(batch, device)
         label_ix = train_set.label_ix[batch["index"].numpy()]
         B = len(label_ix)
         positions, global_images, real = global_share(ctx, B)

@@ -20,6 +20,7 @@ from captioners.data import (
     EpochBatches,
     collate,
     loader,
+    on_device,
 )
 from captioners.decoding import (
     beam_search,
@@ -144,7 +145,10 @@ def test_dataset_joins_by_image_id_and_returns_the_five_captions(synth, tmp_path
             assert np.array_equal(item["labels"], lab.captions_of(j))
             assert item["labels"].shape == (5, 16) and item["att"].shape == (4, 8)
     batch = collate([ds[0], ds[1]])
-    assert batch["labels"].shape == (2, 5, 16) and batch["att"].dtype == torch.float32
+    assert batch["labels"].shape == (2, 5, 16) and batch["att"].dtype == torch.float16  # the file's own dtype
+    fc, att = on_device(batch, torch.device("cpu"))  # float32, cast where the model runs
+    assert att.dtype == fc.dtype == torch.float32
+    assert torch.equal(att, torch.from_numpy(np.stack([ds[0]["att"], ds[1]["att"]]).astype(np.float32)))
 
 
 def test_dataset_opens_hdf5_once_per_process(synth, tmp_path, monkeypatch):
