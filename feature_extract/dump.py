@@ -2,8 +2,9 @@
 
 ``python -m feature_extract --config configs/demo/demo_features_img.yaml [--force] [--skip-bad] [k=v ...]``
 
-Each batch is pooled and written as soon as it leaves the network, then ``n_done`` is advanced: memory
-does not grow with N, and a rerun after a kill continues from the last flushed batch.
+Each batch is pooled, cast to the file's dtype on the device, and written by a background thread while the
+next batch computes (``RowWriter``), then ``n_done`` is advanced: memory does not grow with N, and a rerun
+after a kill continues from the last flushed batch.
 
 No empty dump at the final path. A new dump is created as ``feats.h5.partial`` (``h5io.partial_path``)
 and renamed to ``feats.h5`` right after its first batch is committed. So a dump that fails before
@@ -71,7 +72,7 @@ def pool(fmap: torch.Tensor, att_size: int) -> tuple[torch.Tensor, torch.Tensor]
 
 
 class Extractor:
-    """The backbone plus the per-batch transform: uint8 HWC images -> att, fc (float32, on CPU)."""
+    """The backbone plus the per-batch transform: uint8 HWC images -> att, fc (on CPU, in the file's dtype)."""
 
     def __init__(self, model: torch.nn.Module, device: torch.device, att_size: int, precision: str,
                  channels_last: bool):
@@ -84,7 +85,8 @@ class Extractor:
         self.mean, self.std = IMAGENET_MEAN.to(device), IMAGENET_STD.to(device)
 
     @torch.inference_mode()
-    def __call__(self, images: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, images: list[torch.Tensor], dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """att, fc in ``dtype`` (the file's), cast on the device: the host only copies the bytes out."""
         # Stacking HWC gives NHWC memory: permuting to NCHW is then channels_last for free.
         x = torch.stack(images).to(self.device, non_blocking=True).permute(0, 3, 1, 2)
         x = ((x.float() / 255.0 - self.mean) / self.std).contiguous(memory_format=self.memory_format)
@@ -93,15 +95,15 @@ class Extractor:
         with cast:
             fmap = self.model.features(x)
         att, fc = pool(fmap, self.att_size)
-        return att.cpu(), fc.cpu()
+        return att.to(dtype).cpu(), fc.to(dtype).cpu()
 
 
-def run_batch(extract: Extractor, items, skip_bad: bool, c: int, hw: int):
-    """att [B, hw, c], fc [B, c] (float32; zeros for skipped rows) and the skipped mask, in row order.
+def run_batch(extract: Extractor, items, skip_bad: bool, c: int, hw: int, dtype: torch.dtype = torch.float32):
+    """att [B, hw, c], fc [B, c] (``dtype``; zeros for skipped rows) and the skipped mask, in row order.
 
     Images of equal shape share one forward (all of them under the square policy).
     """
-    att, fc = torch.zeros(len(items), hw, c), torch.zeros(len(items), c)
+    att, fc = torch.zeros(len(items), hw, c, dtype=dtype), torch.zeros(len(items), c, dtype=dtype)
     skipped = np.zeros(len(items), bool)
     groups: dict[tuple, list[int]] = {}
     for k, (_, image, error) in enumerate(items):
@@ -113,7 +115,7 @@ def run_batch(extract: Extractor, items, skip_bad: bool, c: int, hw: int):
             continue
         groups.setdefault(tuple(image.shape), []).append(k)
     for ks in groups.values():
-        a, f = extract([items[k][1] for k in ks])
+        a, f = extract([items[k][1] for k in ks], dtype)
         att[ks], fc[ks] = a, f
     return att, fc, skipped
 
@@ -164,6 +166,55 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
         raise
 
 
+class RowWriter:
+    """Commits batches to the dump from a background thread, in order, one behind the network: batch b is
+    written (rows, flush, then ``n_done``) while batch b + 1 computes. The first committed batch renames the
+    ``.partial`` to the final path. ``submit`` waits for the previous batch, so at most one is in flight and an
+    error in writing surfaces at the next batch (or at ``close``)."""
+
+    def __init__(self, out: Path, path: Path, n_skipped: int, stop_after: int | None):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.out, self.path, self.n_skipped, self.stop_after = out, path, n_skipped, stop_after
+        self.f = h5py.File(path, "r+")
+        self.pool, self.pending = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feats-writer"), None
+
+    def submit(self, b: int, lo: int, hi: int, att: torch.Tensor, fc: torch.Tensor, skipped: np.ndarray) -> None:
+        self.wait()
+        self.pending = self.pool.submit(self._commit, b, lo, hi, att.numpy(), fc.numpy(), skipped)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            self.pending.result()
+            self.pending = None
+
+    def _commit(self, b: int, lo: int, hi: int, att: np.ndarray, fc: np.ndarray, skipped: np.ndarray) -> None:
+        f = self.f
+        f["att"][lo:hi] = att
+        f["fc"][lo:hi] = fc
+        f["skipped"][lo:hi] = skipped
+        f.flush()  # the rows reach the file before n_done claims them
+        if self.stop_after is not None and b >= self.stop_after:
+            os._exit(3)  # testing aid: killed after this batch's rows were written, before n_done
+        self.n_skipped += int(skipped.sum())
+        f.attrs["n_skipped"] = self.n_skipped
+        f.attrs["n_done"] = hi
+        f.flush()
+        if self.path != self.out:  # the first committed batch: the dump now holds something valid
+            f.close()
+            os.replace(self.path, self.out)
+            self.path, self.f = self.out, h5py.File(self.out, "r+")
+
+    def close(self, complete: bool) -> None:
+        try:
+            self.wait()
+            if complete:
+                self.f.attrs["complete"] = True
+        finally:
+            self.pool.shutdown(wait=True)
+            self.f.close()
+
+
 def _fill(cfg, out: Path, path: Path, images, extract, info, device, start: int, n_skipped: int, c: int,
           hw: int, progress: bool) -> dict:
     """Rows ``start`` .. N, batch by batch, into ``path``; ``n_done`` advances after each flushed batch.
@@ -175,38 +226,25 @@ def _fill(cfg, out: Path, path: Path, images, extract, info, device, start: int,
         ImageDataset(images, range(start, n), cfg.input.policy, cfg.input.size), batch_size=cfg.batch_size,
         num_workers=cfg.num_workers, collate_fn=collate, pin_memory=device.type == "cuda",
         prefetch_factor=2 if cfg.num_workers else None)
-    dtype = np.dtype(cfg.dtype)
+    dtype = getattr(torch, np.dtype(cfg.dtype).name)
     t0 = time.perf_counter()
     batches = iter(loader)  # workers fork before the file is opened: they must never hold its handle
     bar = tqdm(total=n, initial=start, desc=f"features {out.name}", unit="img", disable=not progress,
                leave=False)
-    f = h5py.File(path, "r+")
+    writer, complete = RowWriter(out, path, n_skipped, cfg.stop_after_batches), False
     try:
         for b, items in enumerate(batches):
             lo, hi = items[0][0], items[-1][0] + 1
-            att, fc, skipped = run_batch(extract, items, cfg.skip_bad, c, hw)
-            f["att"][lo:hi] = att.numpy().astype(dtype)
-            f["fc"][lo:hi] = fc.numpy().astype(dtype)
-            f["skipped"][lo:hi] = skipped
-            f.flush()  # the rows reach the file before n_done claims them
-            if cfg.stop_after_batches is not None and b >= cfg.stop_after_batches:
-                os._exit(3)  # testing aid: killed after this batch's rows were written, before n_done
-            n_skipped += int(skipped.sum())
-            f.attrs["n_skipped"] = n_skipped
-            f.attrs["n_done"] = hi
-            f.flush()
-            if path != out:  # the first committed batch: the dump now holds something valid
-                f.close()
-                os.replace(path, out)
-                path, f = out, h5py.File(out, "r+")
+            att, fc, skipped = run_batch(extract, items, cfg.skip_bad, c, hw, dtype)
+            writer.submit(b, lo, hi, att, fc, skipped)
             bar.update(hi - lo)
-        f.attrs["complete"] = True
+        complete = True
     finally:
-        f.close()
+        writer.close(complete)
     bar.close()
     seconds = time.perf_counter() - t0
     return {"out": out, "status": "resumed" if start else "written", "n": n, "done_now": n - start,
-            "skipped": n_skipped, "label": label_of(info.kind, cfg.label), "seconds": seconds, "channels": c,
+            "skipped": writer.n_skipped, "label": label_of(info.kind, cfg.label), "seconds": seconds, "channels": c,
             "compute": f"{device.type} {extract.precision}"}
 
 

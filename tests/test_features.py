@@ -172,6 +172,25 @@ def test_float16_storage_and_workers_match_float32(world, tmp_path):
         np.testing.assert_allclose(b.fc[()].astype(np.float32), a.fc[()], rtol=2e-3, atol=1e-3)
 
 
+def test_the_device_casts_to_float16_and_a_background_thread_writes(world, tmp_path, monkeypatch):
+    """The same batches stored as float16: exactly numpy's rounding of the float32 dump (the cast moved to the
+    device, its values did not), every batch committed by the writer thread, in order."""
+    import threading
+
+    commits = []
+    real = dump_mod.RowWriter._commit
+    monkeypatch.setattr(dump_mod.RowWriter, "_commit", lambda self, b, lo, hi, *rest: commits.append(
+        (threading.current_thread().name, lo, hi)) or real(self, b, lo, hi, *rest))
+    run_dump(world, tmp_path / "a.h5")
+    run_dump(world, tmp_path / "h.h5", dtype="float16")
+    assert commits and all(name.startswith("feats-writer") for name, _, _ in commits)
+    assert [lo for _, lo, _ in commits] == [0, 3, 6] * 2  # two dumps, each batch in order
+    with open_features(tmp_path / "a.h5") as a, open_features(tmp_path / "h.h5") as h:
+        assert h.att.dtype == np.float16 and h.fc.dtype == np.float16
+        assert np.array_equal(h.att[()], a.att[()].astype(np.float16))
+        assert np.array_equal(h.fc[()], a.fc[()].astype(np.float16))
+
+
 # ------------------------------------------------------------------------------------- resume
 
 
