@@ -226,3 +226,37 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     run_cli(main)
+
+
+def graph_is_current(cfg, space) -> bool:
+    """``labels.h5`` holds this label space's graph (what ``embedder.track.load_or_build_graph`` reuses)."""
+    path = StudyDir(cfg.out_dir).labels
+    if not path.is_file():
+        return False
+    try:
+        attrs = read_graph(path).attrs
+    except CapawareError:
+        return False
+    return all(attrs.get(k) == v for k, v in graph_identity(space, cfg.graph.m).items())
+
+
+def build_across_ranks(cfg, progress: bool = True) -> None:
+    """Under torchrun, the training graph's queries split across the ranks: each builds its shard (rows
+    ``shard_range(rank, world, N)``, with its own ``graph.workers``), rank 0 merges them into ``labels.h5``, which
+    ``embedder.track.prepare_track`` then reuses. Equal to rank 0's graph alone, since each query's neighbours do
+    not depend on how the queries are grouped (tests/test_distributed.py). Outside torchrun, or with a graph
+    already built, nothing happens: ``prepare_track`` builds or finds it as before."""
+    from capcore import distributed
+
+    world, rank = distributed.world_size(), distributed.rank()
+    if world == 1:
+        return
+    with distributed.rank_zero_first():  # rank 0 first: it may generate the data and cache the word vectors
+        space = train_space(cfg)
+    if graph_is_current(cfg, space) or len(space) < world:
+        return
+    build_shard(cfg, rank, world, progress=progress and rank == 0, space=space)
+    distributed.barrier()
+    if rank == 0:
+        merge_shards(cfg, world, progress=progress, space=space)
+    distributed.barrier()

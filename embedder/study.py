@@ -38,6 +38,7 @@ from embedder.retrieval import oracle_ranking, retrieve
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import write_report
 from embedder.row_labels import row_labels
+from embedder.graph_shards import build_across_ranks
 from embedder.track import Track, load_or_build_graph, prepare_track
 from embedder.train import train_method
 
@@ -150,7 +151,8 @@ def run_study(cfg, progress: bool = True) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if rank0:
         write_text(where.config, to_yaml(cfg))
-    with distributed.rank_zero_first():  # rank 0 alone generates data and builds the graph
+    build_across_ranks(cfg, progress)  # under torchrun each rank builds a share of the graph's queries
+    with distributed.rank_zero_first():  # rank 0 alone generates data (and builds the graph in one process)
         track = prepare_track(cfg)
     k = min(cfg.eval.k, len(track.db_idx) - 1)
     ret_dir = where.retrieval

@@ -273,3 +273,50 @@ def test_batchnorm_under_torchrun_is_sync_on_cuda_frozen_on_cpu_and_never_per_pr
     from embedder.config import load_config  # an unknown mode stops at the config, the one place that checks it
     with pytest.raises(CapawareError, match="train.batchnorm"):
         load_config("configs/demo/demo_pose.yaml", ["train.batchnorm=ghost"])
+
+
+# ------------------------------------------------------------------------------------ caption graph
+
+GRAPH_SCRIPT = '''
+import sys
+from capcore import distributed
+from capcore.errors import run_cli
+from embedder.config import load_config
+from embedder.graph_shards import build_across_ranks
+import torch
+
+def main():
+    cfg = load_config(sys.argv[1], sys.argv[2:])
+    distributed.init(torch.device("cpu"))
+    build_across_ranks(cfg, progress=False)
+    distributed.leave()
+
+run_cli(main)
+'''
+
+
+def test_the_caption_graph_split_across_two_ranks_equals_one_process(tmp_path):
+    """Two gloo ranks each search half the queries (their own graph workers); rank 0 merges: labels.h5 equals
+    the graph one process builds. Each rank's shard file shows it did its half."""
+    from capdata.synthetic import generate_captions
+    from embedder.config import load_config
+    from embedder.graph_shards import shard_path, train_space
+    from embedder.labels.graph import read_graph
+    from embedder.spaces import build_graph
+
+    root = tmp_path / "captions"
+    generate_captions(root, n_train=40, n_test=4, seed=0, size=32)
+    overrides = [f"data.root={root}", f"out_dir={tmp_path / 'two'}", "captions.w2v_dim=16", "captions.w2v_epochs=2",
+                 "graph.m=6", "graph.workers=1", "graph.chunk=8"]
+    (tmp_path / "graph_script.py").write_text(GRAPH_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(tmp_path / "graph_script.py"), "configs/demo/demo_caption.yaml", *overrides],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    cfg = load_config("configs/demo/demo_caption.yaml", overrides)
+    two = read_graph(tmp_path / "two" / "labels.h5")
+    assert two.attrs["merged_shards"] == 2
+    assert all(shard_path(cfg.out_dir, i, 2).is_file() for i in (0, 1))
+    one = build_graph(train_space(cfg), cfg, 6, tmp_path / "one_chunks", progress=False)
+    assert np.array_equal(two.nn_idx, one.nn_idx) and np.allclose(two.nn_dist, one.nn_dist, rtol=1e-6)
