@@ -42,6 +42,15 @@ def replace(src, dst, *args, **kwargs):
     log.flush()
     return real_replace(src, dst, *args, **kwargs)
 os.replace = replace
+import captioners.data
+reads = open(os.path.join(os.environ["SPY_DIR"], "reads%s.txt" % os.environ["RANK"]), "a")
+real_getitem = captioners.data.CaptionDataset.__getitem__
+def getitem(self, key):
+    if isinstance(key, tuple):  # a training read: (epoch, index); decoding reads plain indices
+        reads.write("%d %d\\n" % key)
+        reads.flush()
+    return real_getitem(self, key)
+captioners.data.CaptionDataset.__getitem__ = getitem
 sys.argv = sys.argv[1:]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 '''
@@ -160,6 +169,18 @@ def test_captioner_two_processes_match_one(captions, tmp_path):
             torch.testing.assert_close(a["model"][key], b["model"][key], rtol=1e-4, atol=1e-5)
     assert written(spy, 1) == []
     assert {Path(p).name for p in written(spy, 0)} >= {"last.pt", "best.pt", "history.json", "config.yaml"}
+    # every rank reads its own images of each global batch, and the order is the epoch's own permutation
+    from captioners.data import EpochBatches
+    reads = {r: [tuple(map(int, line.split())) for line in (spy / f"reads{r}.txt").read_text().splitlines()]
+             for r in (0, 1)}
+    epoch1 = {r: [i for e, i in reads[r] if e == 1] for r in (0, 1)}
+    assert len(set(epoch1[0]) | set(epoch1[1])) == 16 and len(set(epoch1[0]) & set(epoch1[1])) == 1  # the stand-in
+
+    def shares(epoch, rank):
+        batches = [[i for _, i in keys] for keys in EpochBatches(16, 5, seed=0, epoch=epoch)]
+        return [i for keys in batches for i in (keys[rank::2] or keys[:1])]
+
+    assert epoch1[0] == shares(1, 0) and epoch1[1] == shares(1, 1) and shares(1, 0) != shares(0, 0)
 
 
 def test_scst_two_processes_match_one(captions, tmp_path):
