@@ -9,7 +9,6 @@ interchangeable); the first steps pay the compilation (benchmarks/bench_vs_selfc
 from __future__ import annotations
 
 
-def apply_compile(model, scope: str = "core") -> None:
-    """Compile ``model``'s core in place (``scope="attention"``: the attention module alone)."""
-    target = model.core.attention if scope == "attention" else model.core
-    target.compile()
+def apply_compile(model) -> None:
+    """Compile ``model``'s core in place."""
+    model.core.compile()

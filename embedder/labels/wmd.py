@@ -56,11 +56,6 @@ def _probe_emd_c():
 _EMD_C = _probe_emd_c()
 
 
-def emd_cost(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
-    """Exact EMD between histograms ``a``, ``b`` (float64) under ground cost ``m`` (C-order float64)."""
-    return _emd_balanced(a, b * (a.sum() / b.sum()), m)  # equal masses, as ot.emd2 enforces
-
-
 def _emd_balanced(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
     if _EMD_C is not None:
         _, cost, _, _, code = _EMD_C(a, b, m, _MAX_ITER, 1, None, None)
