@@ -39,3 +39,18 @@ def test_results_are_held_against_the_declaration_key_by_key():
     other = {**good, "declared": {**good["declared"], "family": "bonferroni", "declaration_sha256": "0" * 64}}
     problems = results_follow(other, decl)
     assert len(problems) == 2 and any(p.startswith("family:") for p in problems)
+
+
+def test_the_committed_table_1_over_trunks_was_produced_under_the_declaration():
+    """docs/study_results/table1_trunks.json is the file `make study-trunks` wrote for docs/results.md: its stamp
+    (the declaration's sha256, trunks, seeds, test images, test, family, primary cells) and what actually ran
+    match the declaration in the repository, key by key."""
+    import json
+
+    from eval.reporting.declaration import DEFAULT, load_declaration, results_follow
+
+    path = DEFAULT.parents[2] / "docs" / "study_results" / "table1_trunks.json"
+    results = json.loads(path.read_text())
+    assert results_follow(results, load_declaration()) == []
+    assert results["ran"] == {"trunks": [0, 1, 2], "captioner_seeds": [0, 1], "test_images": 1000}
+    assert len(results["primary"]) == 4 and all("holm" in c for c in results["primary"])
