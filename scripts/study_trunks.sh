@@ -62,10 +62,11 @@ for t in "${all[@]}"; do  # the tables over trunks need every declared trunk
   [[ -f $run/t$t/results/table1/s${seeds[-1]}/captioning.json ]] || { echo "trunk $t not finished: tables over trunks wait"; exit 0; }
 done
 step "Table 1 over trunks" python -m eval.reporting.trunk_table "$run" --out "$run/results/trunks"
-feats=()
+feats=() scale=()  # NAME=FILE per trunk and feature set: the probes pair them by trunk, the scale table names it
 for t in "${all[@]}"; do
   for pair in Img=img Cap=cap Cap-shuffled=cap_shuffled Img-adapted=img_adapted; do
     feats+=("${pair%%=*}=$run/t$t/features/${pair#*=}.h5")
+    scale+=("${pair%%=*} (trunk $t)=$run/t$t/features/${pair#*=}.h5")
   done
 done
 refs="$run/t${all[0]}/data/captions/dataset_coco.json"
@@ -73,12 +74,6 @@ step "probes over trunks" bash -c "python -m eval.probe --karpathy $refs --featu
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/probe \
   && python -m eval.grid_probe --karpathy $refs --features ${feats[*]} \
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/grid_probe"
-scale=()
-for t in "${all[@]}"; do
-  for pair in Img=img Cap=cap Cap-shuffled=cap_shuffled Img-adapted=img_adapted; do
-    scale+=("${pair%%=*} (trunk $t)=$run/t$t/features/${pair#*=}.h5")
-  done
-done
 python -m eval.feature_scale "${scale[@]}" --out "$run/results/feature_scale.md" >/dev/null
 echo "Table 1 over trunks: $run/results/trunks/table1_trunks.md; probes: $run/results/{probe,grid_probe}/;" \
   "feature scale: $run/results/feature_scale.md"
