@@ -168,17 +168,38 @@ class ShardedBatches:
             yield part or keys[:1]
 
 
+class RunBatches:
+    """The batch sampler of a loader built once for a whole run: each epoch hands it its batches (``use``).
+    With ``persistent`` workers (``loader``) the worker processes, and the HDF5 handles they opened, then
+    live for the run instead of starting again at every epoch."""
+
+    def __init__(self):
+        self.batches = []
+
+    def use(self, batches):
+        self.batches = batches
+        return batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        return iter(self.batches)
+
+
 def steps_per_epoch(n: int, batch_size: int) -> int:
     return math.ceil(n / batch_size)
 
 
-def loader(dataset: CaptionDataset, batches, num_workers: int = 0, device: torch.device | None = None) -> DataLoader:
+def loader(dataset: CaptionDataset, batches, num_workers: int = 0, device: torch.device | None = None,
+           persistent: bool = False) -> DataLoader:
     """A DataLoader over given batches; its own generator keeps the global torch RNG untouched. For a CUDA
     ``device`` batches come in pinned memory (``on_device`` then copies without blocking); workers read
-    four batches ahead."""
+    four batches ahead, and with ``persistent`` (batches a ``RunBatches``) they outlive each epoch."""
     pin = device is not None and device.type == "cuda"
     return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers, pin_memory=pin,
-                      prefetch_factor=4 if num_workers else None, generator=torch.Generator().manual_seed(0))
+                      prefetch_factor=4 if num_workers else None, persistent_workers=persistent and num_workers > 0,
+                      generator=torch.Generator().manual_seed(0))
 
 
 def on_device(batch: dict, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

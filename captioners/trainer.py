@@ -39,6 +39,7 @@ from captioners.card import CaptionerCard
 from captioners.data import (
     CaptionDataset,
     EpochBatches,
+    RunBatches,
     ShardedBatches,
     loader,
     steps_per_epoch,
@@ -149,6 +150,7 @@ class CaptionerLoop:
                                    dict(recipe.rngs), other=f"another config{recipe.other_start}")
         self.p = Progress(stats={k: [] for k in recipe.stats})
         self.show = progress
+        self.train_loader, self.run_batches = None, None  # built at the first epoch (train_epoch)
 
     def resume(self) -> bool:
         """Restore last.pt if there is one; True when that run had finished."""
@@ -208,7 +210,11 @@ class CaptionerLoop:
         batches = EpochBatches(len(self.train_set), t.batch_size, cfg.seed, epoch, p.step % self.per_epoch)
         if self.world > 1:
             batches = ShardedBatches(batches, distributed.rank(), self.world)
-        for i, batch in enumerate(loader(self.train_set, batches, cfg.data.num_workers, self.device)):
+        if self.train_loader is None:  # once per run: its workers keep their HDF5 handles from epoch to epoch
+            self.run_batches = RunBatches()
+            self.train_loader = loader(self.train_set, self.run_batches, cfg.data.num_workers, self.device, persistent=True)
+        self.run_batches.use(batches)
+        for i, batch in enumerate(self.train_loader):
             if self.world > 1:  # dropout and sampling draw per-process, per-step seeded streams
                 torch.manual_seed(distributed.rank_seed(cfg.seed, p.step))
             if p.step <= t.lr_warmup_steps:  # a function of the step alone: a resumed run warms up the same

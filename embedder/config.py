@@ -45,7 +45,8 @@ class DataConfig:
     input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
     layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)
     layout_labels: str = "auto"  # LSUN layout_seg ids: surfaces (relabelled copy) | regions (original) | auto
-    in_memory: bool = bookkeeping(True)  # decode every image once into RAM (small sets); else decode per batch
+    # decode every image once into RAM (true), per batch (false), or null: into RAM when it fits (embedder.data)
+    in_memory: Optional[bool] = bookkeeping(True)
     num_workers: int = bookkeeping(0)
     synthetic: Optional[SynthConfig] = None  # generate the embedded default if root is missing
 
@@ -53,7 +54,9 @@ class DataConfig:
 @dataclass
 class GraphConfig:
     m: int = 30  # neighbours kept per training image (>= binary positives and >= k)
-    workers: int = bookkeeping(2)  # processes for the caption graph (pose/layout graphs are one matrix product)
+    # processes for the caption graph (pose/layout graphs are one matrix product); null: the cores' count, capped by
+    # the memory one worker needs for this many images (embedder.labels.graph_memory)
+    workers: Optional[int] = bookkeeping(None)
     chunk: int = bookkeeping(512)  # query images per resumable chunk of the caption graph
 
 

@@ -7,6 +7,7 @@ training images only (Gordo & Larlus 2017).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,18 @@ def make_spaces(cfg, records, train_idx: np.ndarray, eval_idx: np.ndarray, out_d
                                            vector_source=source) for idx in (train_idx, eval_idx))
 
 
+def caption_graph_workers(cfg, n_images: int, say: bool = True) -> int:
+    """``graph.workers``, or where it is null this rank's share of the cores capped by memory (one line why)."""
+    from capcore import machine
+    from embedder.labels.graph_memory import graph_workers
+
+    workers, why = graph_workers(cfg.graph.workers, n_images, machine.cores(), machine.available_memory(),
+                                 machine.local_processes())
+    if say and cfg.graph.workers is None:
+        print(f"caption graph: {why}", file=sys.stderr)
+    return workers
+
+
 def build_graph(space, cfg, m: int, work_dir: Path, rows: tuple[int, int] | None = None,
                 progress: bool = True) -> NeighbourGraph:
     """Exact top-m neighbours: pruned WMD search for caption sets, one matrix pass otherwise.
@@ -87,6 +100,7 @@ def build_graph(space, cfg, m: int, work_dir: Path, rows: tuple[int, int] | None
     """
     if space.name == "caption_wmd":
         from embedder.labels.caption_graph import build_caption_graph
-        return build_caption_graph(space, m=m, workers=cfg.graph.workers, chunk=cfg.graph.chunk,
+        return build_caption_graph(space, m=m, workers=caption_graph_workers(cfg, len(space), progress),
+                                   chunk=cfg.graph.chunk,
                                    resume_dir=work_dir, rows=rows, progress=progress)
     return build_graph_bruteforce(space, m, rows=rows, progress=progress)

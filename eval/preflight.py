@@ -8,7 +8,12 @@ problem is one line: what is missing, which stage needs it, and the fix. Checks,
 - ``data``, ``stage1``: every real (not generated) data folder and class-pretraining folder a stage-one
   config reads; ``stage1`` also the ImageNet weights where a config says ``model.init: imagenet``;
 - ``features``: ImageNet weights for ImageNet backbones, the Karpathy json of real images, and the disk
-  the feature files will take (images x (grid cells + 1) x channels x bytes per value).
+  the feature files will take (images x (grid cells + 1) x channels x bytes per value);
+- ``stage1`` of a caption track on real Karpathy data: the memory of the caption graph's worker
+  processes (a set ``graph.workers`` that cannot fit is refused; a null one is capped at run time).
+
+Warnings, which do not stop the run (``preflight_warnings``): more graph or loader workers than cores,
+and feature files on a network filesystem (every caption step reads HDF5 rows at random).
 
 Inputs a stage before it writes (the embedded default's datasets, stage one's checkpoints) are not
 checked: they do not exist yet, and their own stage checks them.
@@ -124,12 +129,67 @@ def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
     return out
 
 
+def caption_graph_images(cfg) -> int | None:
+    """Training images of a caption-track stage-one config on a real Karpathy json; None otherwise."""
+    from capdata.formats import train_splits
+
+    if cfg.data.track != "caption" or cfg.data.format != "karpathy" or cfg.data.synthetic is not None:
+        return None
+    path = Path(cfg.data.root) / (cfg.data.annotation or "dataset_coco.json")
+    return karpathy_images(path, list(train_splits(cfg.data))) if path.is_file() else None
+
+
+def check_graph_memory(cfgs: list, memory: int | None, processes: int = 1) -> list[CapawareError]:
+    """A set ``graph.workers`` whose processes need more memory than this machine has available."""
+    from embedder.labels.graph_memory import worker_bytes, workers_that_fit
+
+    out = []
+    for c in cfgs:
+        n = caption_graph_images(c)
+        if n is None or memory is None:
+            continue
+        need = (c.graph.workers or 1) * processes * worker_bytes(n)
+        if need > memory:
+            fits = workers_that_fit(n, memory, processes)
+            set_to = f"set graph.workers={fits} or leave it null (the cores' count, capped by memory)" \
+                if c.graph.workers else "free memory, or build the graph in shards (docs/devices.md)"
+            out.append(CapawareError(f"graph.workers of {c.name}", f"{c.graph.workers or 1} caption-graph "
+                                     f"worker(s) x {processes} rank(s) need about {need / 1e9:.1f} GB for {n:,} "
+                                     f"images ({worker_bytes(n) / 1e9:.2f} GB each), {memory / 1e9:.1f} GB available",
+                                     set_to))
+    return out
+
+
+def preflight_warnings(pending: list[str], stage1: list, features: list, captioners: list = ()) -> list[str]:
+    """Settings that slow the run without stopping it: one line each, with its fix."""
+    from capcore import machine
+
+    cores, out = machine.cores(), []
+    for c in stage1 if "stage1" in pending else []:
+        if c.graph.workers and c.graph.workers > cores and c.data.track == "caption":
+            out.append(f"graph.workers of {c.name}: {c.graph.workers} processes on {cores} cores (fix: set "
+                       f"graph.workers={cores} or leave it null)")
+    for c in captioners:
+        if c.data.num_workers > cores:
+            out.append(f"data.num_workers of {c.name}: {c.data.num_workers} loader processes on {cores} cores "
+                       f"(fix: set data.num_workers={cores})")
+    for c in features if "features" in pending else []:
+        kind = machine.on_network_filesystem(Path(c.out).parent)
+        if kind:
+            out.append(f"{c.out}: on a network filesystem ({kind}); the captioners read its rows at random, each "
+                       "read a round trip (fix: set run_dir to a local disk, or copy the file there)")
+    return out
+
+
 def preflight(pending: list[str], stage1: list, features: list, run_dir: str) -> list[str]:
     """One line per problem the pending stages would hit; empty when they have what they need."""
     reads_data = stage1 if ("data" in pending or "stage1" in pending) else []
     trains = stage1 if "stage1" in pending else []  # the data stage reads the data, not the weights
     features = features if "features" in pending else []
     problems = check_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
+    if trains:
+        from capcore import machine
+        problems += check_graph_memory(trains, machine.available_memory(), machine.local_processes())
     for (arch, weights), who in imagenet_trunks(trains, features).items():
         problems += check_weights(arch, weights, ", ".join(who))
     return [str(p) for p in problems]  # each CapawareError is where: problem (fix: ...)

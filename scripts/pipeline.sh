@@ -87,7 +87,7 @@ lo=$(index "$from") hi=$(index "$to")
 # what the stages still to run need (Java, weights, data folders, disk): checked in seconds, not hours in
 force_arg=()
 ((force)) && force_arg=(--force)
-plan preflight "$from" "$to" "${force_arg[@]}"
+LOCAL_WORLD_SIZE=$nproc plan preflight "$from" "$to" "${force_arg[@]}"  # ranks per machine share its memory
 mkdir -p "$run/logs" "$run/.pipeline"
 start=$(date +%s)
 

@@ -6,8 +6,9 @@ of everything a stage's result depends on (its commands, the bytes of its config
 fingerprint of the stage before it), so the shell script stays a plain loop. Actions:
 
     validate               load every stage config through its stage's validator (pipeline.sh: first)
-    preflight FROM TO [--force]  what the stages still to run in FROM..TO need (Java, weights, data, disk):
-                           one line per problem, exit 2 (eval.preflight)
+    preflight FROM TO [--force]  what the stages still to run in FROM..TO need (Java, weights, data, disk,
+                           the caption graph's memory; LOCAL_WORLD_SIZE: ranks per machine): one line per
+                           problem, exit 2; warnings (cores, network filesystems) do not stop it (eval.preflight)
     stages                 the stage names, in order
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
@@ -151,11 +152,15 @@ class Plan:
                 or (marker / f"{s}.done").read_text().strip() != self.fingerprint(s)]
 
     def preflight(self, first: str, last: str, force: bool = False) -> list[str]:
-        from eval.preflight import preflight
+        from eval.preflight import preflight, preflight_warnings
 
         pending = self.pending(first, last, force)
-        problems = preflight(pending, [self._stage1(e) for e in self.stage1],
-                             [self._features(e) for e in self.features], self.run)
+        stage1, features = [self._stage1(e) for e in self.stage1], [self._features(e) for e in self.features]
+        captioners = [load_stage_config("captioners", e.config, tuple(e.overrides)) for e in self.captioners
+                      ] if "captioners" in pending else []
+        for line in preflight_warnings(pending, stage1, features, captioners):
+            print(f"warning: {line}", file=sys.stderr)
+        problems = preflight(pending, stage1, features, self.run)
         if problems:
             print("\n".join(f"error: {p}" for p in problems), file=sys.stderr)
             raise SystemExit(2)

@@ -18,6 +18,7 @@ from capcore.errors import CapawareError
 from captioners.data import (
     CaptionDataset,
     EpochBatches,
+    RunBatches,
     collate,
     loader,
     on_device,
@@ -481,3 +482,31 @@ def test_learned_cell_positions_tell_identical_cells_apart(core):
         model.encode(fc, torch.randn(2, 5, 8))
     if core != "transformer":
         assert not {"att_cells", "core_args"} & set(Captioner(core, 6, 8, 8, 8, 16, 8, 0.0).args)  # older cards stay
+
+
+class WorkerPids(CaptionDataset):
+    """A dataset that says which loader process read each image."""
+
+    def __getitem__(self, key):
+        item = super().__getitem__(key)
+        item["image_id"] = os.getpid()
+        return item
+
+
+def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs_batches(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ds = WorkerPids(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    run = RunBatches()
+    dl = loader(ds, run, num_workers=2, persistent=True)
+    pids, orders = [], []
+    for epoch in (1, 2):
+        batches = run.use(EpochBatches(len(ds), 4, seed=0, epoch=epoch))
+        got = list(dl)
+        pids.append({int(p) for b in got for p in b["image_id"]})
+        orders.append([b["index"].tolist() for b in got])
+        assert orders[-1] == [[i for _, i in keys] for keys in batches]  # this epoch's batches, in order
+    assert orders[0] != orders[1]  # epochs differ
+    assert pids[0] == pids[1] and os.getpid() not in pids[0]  # the same worker processes read both epochs
+    fresh = loader(ds, EpochBatches(len(ds), 4, seed=0, epoch=1), num_workers=2)
+    assert {int(p) for b in fresh for p in b["image_id"]}.isdisjoint(pids[0])  # a loader per epoch: new ones

@@ -122,3 +122,47 @@ def test_make_demo_without_java_stops_before_installing_anything(tmp_path):
     assert "apt-get install -y openjdk-17-jre-headless" in ours[0] and "brew install openjdk@17" in ours[0]
     from eval.captions_java import JAVA_FIX
     assert f"(fix: {JAVA_FIX})" in ours[0]  # the Makefile's copy of the fix (it runs before the venv) has not drifted
+
+
+def coco_caption_on(tmp_path: Path, n_train: int, *overrides: str):
+    """configs/paper/coco_caption.yaml on a Karpathy json of ``n_train`` train images (and 10 test ones)."""
+    images = [{"filepath": "train2014", "filename": f"{i}.jpg", "cocoid": i, "split": "train" if i < n_train else "test",
+               "sentences": [{"raw": "a dog", "tokens": ["a", "dog"]}]} for i in range(n_train + 10)]
+    (tmp_path / "coco").mkdir(parents=True)
+    (tmp_path / "coco" / "dataset_coco.json").write_text(json.dumps({"images": images}))
+    return load_config(ROOT / "configs/paper/coco_caption.yaml",
+                       [f"run_dir={tmp_path / 'run'}", f"data.root={tmp_path / 'coco'}", "model.init=none", *overrides])
+
+
+def test_graph_workers_that_do_not_fit_the_memory_are_refused_in_one_line(tmp_path, monkeypatch):
+    from embedder.labels.graph_memory import worker_bytes
+
+    cfg = coco_caption_on(tmp_path, 2000, "graph.workers=16")
+    assert preflight.caption_graph_images(cfg) == 2000  # train + restval of the json, not its test images
+    memory = 3 * worker_bytes(2000)  # three workers' worth: 16 do not fit, 2 do (85% headroom)
+    monkeypatch.setattr("capcore.machine.available_memory", lambda: memory)
+    lines = preflight.preflight(["stage1"], [cfg], [], str(tmp_path / "run"))
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert lines[0].startswith("graph.workers of coco_caption: 16 caption-graph worker(s) x 1 rank(s) need about")
+    assert "fix: set graph.workers=2 or leave it null" in lines[0]
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two ranks on this machine: each has half the memory
+    assert "x 2 rank(s)" in preflight.preflight(["stage1"], [cfg], [], str(tmp_path / "run"))[0]
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    fits = coco_caption_on(tmp_path / "b", 2000, "graph.workers=2")
+    assert preflight.preflight(["stage1"], [fits], [], str(tmp_path / "run")) == []
+    auto = coco_caption_on(tmp_path / "c", 2000)
+    assert auto.graph.workers is None  # the shipped config leaves it to the machine: capped at run time, not refused
+    assert preflight.preflight(["stage1"], [auto], [], str(tmp_path / "run")) == []
+    assert preflight.preflight(["features"], [cfg], [], str(tmp_path / "run")) == []  # no graph in that stage
+
+
+def test_too_many_workers_and_a_network_filesystem_are_warned_not_refused(tmp_path, monkeypatch):
+    cfg = coco_caption_on(tmp_path, 100, "graph.workers=64")
+    features = load_features_config(ROOT / "configs/paper/coco_features_imagenet.yaml", [f"run_dir={tmp_path / 'run'}"])
+    monkeypatch.setattr("capcore.machine.cores", lambda: 4)
+    monkeypatch.setattr("capcore.machine.on_network_filesystem", lambda path: "nfs4")
+    lines = preflight.preflight_warnings(["stage1", "features"], [cfg], [features])
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("graph.workers of coco_caption: 64 processes on 4 cores (fix: set graph.workers=4")
+    assert "network filesystem (nfs4)" in lines[1] and "fix: set run_dir to a local disk" in lines[1]
+    assert preflight.preflight_warnings(["captioners"], [cfg], [features]) == []  # neither stage pending
