@@ -3,12 +3,17 @@
 
 A features file of COCO's shapes (att 14 x 14 x 2048 and fc 2048, float16, one image per chunk, as stage two writes
 it: about 0.8 MB an image, 3.3 GB at 4,096 images) is written once with random values, then read through
-``captioners.data.loader`` in training order (EpochBatches), batch by batch, until every image of the epoch is in
-the loop as float32 on the host (the CPU's device; on a GPU the cast happens after the copy, as ``on_device`` does):
+``captioners.data.loader`` in training order (EpochBatches), batch by batch, until every batch of the epoch is in
+the training loop's process as the loader hands it over (what a GPU run then copies to the device; the cast to
+float32 of the float16 variants happens there, in ``on_device``). A CPU-only run also pays that cast on the host:
+``--host-cast`` measures it on its own, after the loader figures.
 
-- before: the batch cast to float32 in the collate (in the workers when there are any), the path up to
-  commit c815a93;
-- after: the batch handed over in the file's float16 and cast where the model runs (``on_device``).
+- before: each image read on its own, the batch stacked and cast to float32 in the collate (in the workers
+  when there are any): the path up to commit c815a93;
+- float16: each image read on its own and stacked, handed over in the file's float16 and cast where the model
+  runs (``on_device``): the path from c815a93 to 3a184c2;
+- after: the whole batch read by ``CaptionDataset.__getitems__`` straight into one float16 buffer per tensor,
+  in shared memory inside a worker, so neither the collate nor the hand-off copies it; cast on the device.
 
 Warm: the file in the page cache (read once before timing). Cold: the file dropped from the page cache before each
 repetition with ``posix_fadvise(DONTNEED)`` (no root needed), so every byte comes from the disk. Each variant is
@@ -68,18 +73,28 @@ def drop_cache(path: Path) -> None:
         os.close(fd)
 
 
-def epoch(dataset: CaptionDataset, batch: int, workers: int, before: bool) -> float:
+class PerImage(CaptionDataset):
+    """The dataset without its batched read: the DataLoader calls ``__getitem__`` once per image."""
+    __getitems__ = None
+
+
+VARIANTS = ("before", "float16", "after")
+
+
+def epoch(dataset: CaptionDataset, batch: int, workers: int, variant: str) -> float:
     """Images/s into the loop: every batch of one epoch as float32 tensors in this process."""
-    real = caption_data.collate
-    if before:
+    real, original = caption_data.collate, dataset
+    if variant == "before":
         caption_data.collate = collate_float32  # the loader's collate_fn is looked up when the loader is made
+    if variant != "after":
+        dataset = PerImage.__new__(PerImage)
+        dataset.__dict__.update(original.__dict__)
     try:
         loader = caption_data.loader(dataset, EpochBatches(len(dataset), batch, seed=0, epoch=0), workers,
                                      torch.device("cpu"))
         t0, n = time.perf_counter(), 0
         for b in loader:
-            fc, att = on_device(b, torch.device("cpu"))
-            n += len(att)
+            n += len(b["att"])
         return n / (time.perf_counter() - t0)
     finally:
         caption_data.collate = real
@@ -92,6 +107,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where the features file goes [a temporary folder]")
+    parser.add_argument("--host-cast", action="store_true", help="also time on_device's float32 cast on a CPU")
     a = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         path = Path(tmp) / "feats.h5"
@@ -103,19 +119,28 @@ def main() -> None:
         dataset = CaptionDataset(path, None, split="all")
         for cache in ("cold", "warm"):
             if cache == "warm":
-                epoch(dataset, a.batch, 0, before=False)  # one read puts the whole file in the page cache
+                epoch(dataset, a.batch, 0, "after")  # one read puts the whole file in the page cache
             for workers in sorted({0, a.workers}):
-                runs = {"before": [], "after": []}
+                runs = {v: [] for v in VARIANTS}
                 for _ in range(a.repeats):
-                    for variant in ("before", "after"):
+                    for variant in VARIANTS:
                         if cache == "cold":
                             drop_cache(path)
-                        runs[variant].append(epoch(dataset, a.batch, workers, variant == "before"))
+                        runs[variant].append(epoch(dataset, a.batch, workers, variant))
                 for variant, rates in runs.items():
-                    print(f"{cache:4} workers {workers}: {variant:6} median {statistics.median(rates):7.0f} "
+                    print(f"{cache:4} workers {workers}: {variant:7} median {statistics.median(rates):7.0f} "
                           f"images/s (best {max(rates):.0f})", flush=True)
-                ratio = statistics.median(runs["after"]) / statistics.median(runs["before"])
-                print(f"{cache:4} workers {workers}: after / before = {ratio:.2f}x", flush=True)
+                after = statistics.median(runs["after"])
+                print(f"{cache:4} workers {workers}: after / before = {after / statistics.median(runs['before']):.2f}x, "
+                      f"after / float16 = {after / statistics.median(runs['float16']):.2f}x", flush=True)
+        if a.host_cast:
+            batch = dataset.__getitems__(list(range(a.batch)))
+            t0 = time.perf_counter()
+            for _ in range(a.repeats * 8):
+                on_device(batch, torch.device("cpu"))
+            rate = a.batch * a.repeats * 8 / (time.perf_counter() - t0)
+            print(f"host cast to float32 (a CPU-only run; on a GPU it runs on the device): {rate:.0f} images/s "
+                  f"with {torch.get_num_threads()} threads", flush=True)
 
 
 if __name__ == "__main__":

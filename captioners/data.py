@@ -96,6 +96,28 @@ class CaptionDataset(Dataset):
         f, r = self._h5(), int(self.rows[i])
         return f["att"][r], f["fc"][r]
 
+    def __getitems__(self, keys: list) -> dict:
+        """A whole batch at once (the DataLoader calls this instead of ``__getitem__`` per key): each image's
+        rows read from the file straight into one buffer per tensor, in the file's dtype. Inside a loader
+        worker the buffers are shared memory, so the hand-off to the training loop copies nothing; per-item
+        reads stacked in the collate copied every byte twice more (issue #47)."""
+        pairs = [k if isinstance(k, tuple) else (0, k) for k in keys]
+        index = np.array([i for _, i in pairs], dtype=np.int64)
+        if self._att is not None:
+            att, fc = torch.from_numpy(self._att[index]), torch.from_numpy(self._fc[index])
+        else:
+            f = self._h5()
+            att, fc = batch_buffer(f["att"], len(index)), batch_buffer(f["fc"], len(index))
+            att_np, fc_np = att.numpy(), fc.numpy()
+            for j, r in enumerate(self.rows[index].tolist()):
+                f["att"].read_direct(att_np, np.s_[r], np.s_[j])
+                f["fc"].read_direct(fc_np, np.s_[r], np.s_[j])
+        batch = {"att": att, "fc": fc, "image_id": torch.from_numpy(self.image_ids[index]),
+                 "index": torch.from_numpy(index)}
+        if self.labels is not None:
+            batch["labels"] = torch.from_numpy(np.stack([self.captions(i, e) for e, i in pairs]).astype(np.int64))
+        return batch
+
     def captions(self, i: int, epoch: int = 0) -> np.ndarray:
         """[seq_per_img, T] word ids; an image with another count is sampled (seeded by seed, epoch, i)."""
         caps = self.labels.captions_of(int(self.label_ix[i]))
@@ -115,10 +137,22 @@ class CaptionDataset(Dataset):
         return item
 
 
-def collate(items: list[dict]) -> dict:
+def batch_buffer(dataset: h5py.Dataset, n: int) -> torch.Tensor:
+    """An empty [n, *row shape] tensor in ``dataset``'s dtype; in shared memory inside a DataLoader worker, as
+    torch's own default_collate allocates its batches there (the same private storage call)."""
+    shape, dtype = (n, *dataset.shape[1:]), torch.from_numpy(np.empty(0, dataset.dtype)).dtype
+    if torch.utils.data.get_worker_info() is None:
+        return torch.empty(shape, dtype=dtype)
+    storage = torch.empty(0, dtype=dtype)._typed_storage()._new_shared(math.prod(shape))
+    return torch.empty(0, dtype=dtype).set_(storage).view(shape)
+
+
+def collate(items: list[dict] | dict) -> dict:
     """A batch in the features file's own dtype: float16 features cross the worker hand-off (and, on a GPU, the
     bus) at half the bytes, and become float32 on the device (``on_device``). Casting in the workers cost COCO's
-    loader 3-6x its images/s (issue #47)."""
+    loader 3-6x its images/s (issue #47). A batch ``CaptionDataset.__getitems__`` read whole passes through."""
+    if isinstance(items, dict):
+        return items
     out = {"att": torch.from_numpy(np.stack([it["att"] for it in items])),
            "fc": torch.from_numpy(np.stack([it["fc"] for it in items])),
            "image_id": torch.tensor([it["image_id"] for it in items], dtype=torch.int64),

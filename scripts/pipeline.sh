@@ -130,7 +130,7 @@ for ((i = lo; i <= hi; i++)); do
   for k in "${!commands[@]}"; do
     cmd=${commands[$k]}
     [[ -n $cmd ]] || continue
-    part="$log.part$k"
+    part="$log.node$node_rank.part$k"  # nodes sharing the run folder (--nnodes) each write their own parts
     echo "\$ $cmd" >"$part"
     device=() gpu=""
     if ((${#gpus[@]} > 1 && max_jobs > 1)) && [[ -z $stage_launch ]]; then

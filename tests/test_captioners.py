@@ -487,10 +487,10 @@ def test_learned_cell_positions_tell_identical_cells_apart(core):
 class WorkerPids(CaptionDataset):
     """A dataset that says which loader process read each image."""
 
-    def __getitem__(self, key):
-        item = super().__getitem__(key)
-        item["image_id"] = os.getpid()
-        return item
+    def __getitems__(self, keys):
+        batch = super().__getitems__(keys)
+        batch["image_id"] = torch.full_like(batch["image_id"], os.getpid())
+        return batch
 
 
 def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs_batches(synth, tmp_path):
@@ -510,3 +510,20 @@ def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs
     assert pids[0] == pids[1] and os.getpid() not in pids[0]  # the same worker processes read both epochs
     fresh = loader(ds, EpochBatches(len(ds), 4, seed=0, epoch=1), num_workers=2)
     assert {int(p) for b in fresh for p in b["image_id"]}.isdisjoint(pids[0])  # a loader per epoch: new ones
+
+
+def test_a_batch_read_whole_equals_the_images_read_one_by_one_and_crosses_from_workers_in_shared_memory(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ds = CaptionDataset(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    keys = [(3, 5), (3, 0), (3, 2), (3, 5)]  # epoch 3's captions, an image twice, out of file order
+    whole, one_by_one = ds.__getitems__(keys), collate([ds[k] for k in keys])
+    assert sorted(whole) == sorted(one_by_one)
+    for name in whole:
+        assert whole[name].dtype == one_by_one[name].dtype and torch.equal(whole[name], one_by_one[name]), name
+    batches = list(EpochBatches(len(ds), 4, seed=0, epoch=1))
+    for workers, shared in ((0, False), (2, True)):
+        got = list(loader(ds, batches, workers))
+        assert [b["att"].is_shared() for b in got] == [shared] * len(batches)
+        for b, keys in zip(got, batches):
+            assert torch.equal(b["att"], collate([ds[k] for k in keys])["att"])

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from capcore.run_layout import (
     StudyManifest,
     read_manifest,
 )
-from tests.pipeline_helpers import TINY, build_upstream, copies, pipeline, table_rows, tiny_config
+from tests.pipeline_helpers import ROOT, TINY, build_upstream, copies, pipeline, table_rows, tiny_config
 
 
 def test_a_failed_stage_stops_with_one_line_naming_its_log(tmp_path):
@@ -117,6 +120,43 @@ def test_two_processes_train_as_one_and_keep_the_skip_markers(upstream, whole, t
     assert table_rows(two) == table_rows(whole)
     again = pipeline(config, two, timeout=120)
     assert again.returncode == 0 and again.stdout.count("complete, skipped") == 7
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.timeout(900)
+def test_two_nodes_on_one_machine_train_as_one(upstream, whole, tmp_path):
+    """``capaware run --nnodes 2`` started twice, node ranks 0 and 1, rendezvous on 127.0.0.1 (gloo on CPU),
+    one process per node and one shared run folder: XE and SCST train as the one-node run does (every logged
+    loss within 1e-5, the same test captions and Table 1). Node 1 runs no stage of its own and leaves every
+    marker to node 0."""
+    from tests.pipeline_helpers import env
+    from tests.tensorboard_log import tb_values
+
+    config, base = upstream
+    run, = copies(base, tmp_path / "nodes")
+    common = [sys.executable, "-m", "capaware", "run", str(config), "--run", str(run), "--nproc", "1",
+              "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{free_port()}"]
+    nodes = [subprocess.Popen(common + ["--node-rank", str(r)], cwd=ROOT, env=env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+    outs = [node.communicate(timeout=800)[0] for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], outs
+    assert "[scores] waiting for node 0 to finish it" in outs[1] and "waiting for node 0" not in outs[0]
+    for stage in ("captioners", "rl"):
+        assert "2 processes (torchrun)" in (run / "logs" / f"{stage}.log").read_text(), stage
+    for name, tag in (("cap_att2all2", "train/loss"), ("cap_att2all2_scst", "scst/loss")):
+        one_log, two_log = (tb_values(r / "captioners" / name / "tb", tag) for r in (whole, run))
+        assert sorted(one_log) == sorted(two_log) and one_log, name
+        assert max(abs(one_log[s] - two_log[s]) / abs(one_log[s]) for s in one_log) <= 1e-5, name
+    for name in ("cap_att2all2", "cap_att2all2_scst"):
+        preds = [json.loads((r / "captioners" / name / "preds_test.json").read_text()) for r in (whole, run)]
+        assert preds[0] == preds[1], name
+    assert table_rows(run) == table_rows(whole)
+    assert not list((run / "logs").glob("*.part*"))
 
 
 # Loaded by every Python process of the test's pipeline (sitecustomize on PYTHONPATH); only torchrun's rank 1
