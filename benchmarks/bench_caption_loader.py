@@ -9,9 +9,9 @@ float32 of the float16 variants happens there, in ``on_device``). A CPU-only run
 ``--host-cast`` measures it on its own, after the loader figures.
 
 - before: each image read on its own, the batch stacked and cast to float32 in the collate (in the workers
-  when there are any): the path up to commit c815a93;
+  when there are any): the path before commit c815a93;
 - float16: each image read on its own and stacked, handed over in the file's float16 and cast where the model
-  runs (``on_device``): the path from c815a93 to 3a184c2;
+  runs (``on_device``): the path from c815a93 to before d5ac199;
 - after: the whole batch read by ``CaptionDataset.__getitems__`` straight into one float16 buffer per tensor,
   in shared memory inside a worker, so neither the collate nor the hand-off copies it; cast on the device.
 
