@@ -6,6 +6,7 @@
     capaware export RUN/captioners/NAME  pack a trained captioner into one .capaware file
     capaware score --preds P --refs R    BLEU/METEOR/ROUGE-L/CIDEr-D/SPICE (eval.score_captions)
     capaware grounding RUN/captioners/N  CIDEr-D on real vs shuffled features (eval.grounding)
+    capaware plan CONFIG                 each stage's time, disk and peak memory on this machine, before a run
     capaware doctor                      what this machine has: Java, METEOR, SPICE, torch, weights
 
 ``score``, ``grounding`` and ``doctor`` hand their arguments to the ``python -m`` module that does the
@@ -90,6 +91,8 @@ COMMANDS = {
                      delegate("eval.score_captions", "score")),
     "grounding": Command("does the captioner look at its image? CIDEr-D with real vs shuffled features",
                          "capaware grounding runs/demo/captioners/cap_topdown", delegate("eval.grounding", "grounding")),
+    "plan": Command("what a pipeline will cost here before it runs: each stage's time, disk and peak memory",
+                    "capaware plan configs/paper/pipeline_coco.yaml", delegate("capaware.plan", "plan")),
     "doctor": Command("what this machine has for capaware: Java, METEOR, SPICE, torch, CPU/GPU, weights",
                       "capaware doctor --quick", delegate("eval.doctor", "doctor")),
 }

@@ -1,0 +1,354 @@
+"""``capaware plan CONFIG [--run DIR]``: each stage's time, disk and peak memory on *this* machine, before a run.
+
+A pipeline's cost is counted from its configs (images, epochs, batches, rows, feature sets) and priced with
+timed probes run here (capaware.plan_probes: one step of each trunk, captioner and decoder at the configs'
+sizes, a command's start, and scoring with pycocoevalcap's Java tools) and with two figures stored from benchmarks, named where they are used: the caption graph's time per
+image (benchmarks/bench_caption_graph_scale.py) and its worker's memory (embedder.labels.graph_memory). A
+stage's commands run ``jobs`` at a time, as scripts/pipeline.sh runs them, each probed at its share of the
+cores. Work no probe prices (the report, word vectors, label distances, attention pictures) is left out; a
+captioner with ``patience`` is priced at its ``epochs``, the most it may run. So the figures are estimates,
+each printed with what it counts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from capcore import machine
+from capcore.pipeline_config import Entry, load_pipeline
+from capaware import plan_probes as probe
+
+GRAPH_CORE_SECONDS_AT_20K, GRAPH_GROWTH = 0.099, 0.54
+"""The caption graph's CPU seconds per image at N = 20,000 (49.5 ms wall on 2 processes) and its growth with N
+(N^0.54 between 10,000 and 20,000): benchmarks/results/bench_caption_graph_scale.txt, a 2-core AMD EPYC (Zen 5)."""
+
+WIDE = ("resnet50", "resnet101", "resnet152")
+
+
+@dataclass
+class Work:
+    """One command of a stage: its time here, what it writes, and its peak resident memory."""
+    what: str
+    seconds: float
+    disk: int = 0
+    ram: int = 0
+
+
+@dataclass
+class StagePlan:
+    stage: str
+    jobs: int
+    works: list[Work] = field(default_factory=list)
+
+    def seconds(self) -> float:
+        """The stage's wall time with its commands run ``jobs`` at a time, in order (scripts/pipeline.sh)."""
+        slots = [0.0] * max(1, min(self.jobs, len(self.works)))
+        for w in self.works:
+            slots[slots.index(min(slots))] += w.seconds
+        return max(slots, default=0.0)
+
+    def ram(self) -> int:
+        biggest = sorted((w.ram for w in self.works), reverse=True)
+        return sum(biggest[:max(1, self.jobs)])
+
+
+@dataclass
+class Counts:
+    train: int
+    val: int
+    test: int
+
+
+def synthetic_counts(s, track: str) -> Counts:
+    val = (s.n_val if s.n_val is not None else s.n_train // 10) if track == "caption" else 0
+    return Counts(s.n_train, val, s.n_test)
+
+
+def karpathy_counts(path: Path) -> Counts:
+    splits = Counter(im.get("split") for im in json.loads(path.read_text())["images"])
+    return Counts(splits["train"] + splits["restval"], splits["val"], splits["test"])
+
+
+def stage_one_counts(c) -> Counts:
+    """Images of a stage-one config's dataset: its generator's counts until the data stage writes it."""
+    from capdata.formats import read_records, train_splits
+
+    if c.data.synthetic is not None and not Path(c.data.root).exists():
+        return synthetic_counts(c.data.synthetic, c.data.track)
+    splits = read_records(c.data).splits
+    train = int(sum((splits == s).sum() for s in train_splits(c.data)))
+    return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
+
+
+def caption_counts(json_path: str, stage1: list) -> Counts:
+    """A Karpathy json's splits; before the data stage, the counts of the stage-one config that generates it."""
+    path = Path(json_path)
+    if path.is_file():
+        return karpathy_counts(path)
+    for c in stage1:
+        if c.data.track == "caption" and c.data.synthetic is not None and path.parent == Path(c.data.root):
+            return synthetic_counts(c.data.synthetic, "caption")
+    raise SystemExit(f"error: {json_path}: not found, and no stage-one config of this pipeline generates it")
+
+
+class Planner:
+    def __init__(self, config: str, run: str | None, device: str):
+        self.cfg = load_pipeline(config, run)
+        self.run, self.device, self.jobs = self.cfg.run_dir, device, max(1, self.cfg.jobs)
+        self.cores = machine.cores()
+        from embedder.config import load_config
+        from feature_extract.config import load_features_config
+
+        r = self.run
+        self.stage1 = [load_config(e.config, e.overrides) for e in (Entry.parse(x, r) for x in self.cfg.stage1)]
+        self.features = [load_features_config(e.config, e.overrides) for e in (Entry.parse(x, r) for x in self.cfg.features)]
+
+    def threads(self, commands: int) -> int:
+        return max(1, self.cores // max(1, min(self.jobs, commands)))
+
+    def stages(self) -> list[StagePlan]:
+        return [self.data(), self.stage_one(), self.feature_dumps(), self.captioners("captioners"),
+                self.captioners("rl")]
+
+    # -- data ---------------------------------------------------------------------------------------------
+    def data(self) -> StagePlan:
+        from capdata.formats import format_of
+
+        plan, seen = StagePlan("data", self.jobs), set()
+        sets = [(c.data, c.data.track) for c in self.stage1]
+        sets += [(c.pretrain.data, "pretrain") for c in self.stage1 if c.pretrain.data is not None]
+        for data, track in sets:
+            if data.synthetic is None or Path(data.root).exists() or data.root in seen:
+                continue
+            seen.add(data.root)
+            s = data.synthetic
+            n = s.n_train + s.n_test + (synthetic_counts(s, "caption").val if track == "caption" else 0)
+            per_image = generator_seconds(format_of(data).synthetic, s.size, track == "caption")
+            plan.works.append(Work(f"{Path(data.root).name}: {n:,} images", probe.process_seconds() + n * per_image,
+                                   n * s.size * s.size))
+        return plan
+
+    # -- stage one ----------------------------------------------------------------------------------------
+    def stage_one(self) -> StagePlan:
+        from embedder.labels.graph_memory import graph_workers, worker_bytes
+
+        plan = StagePlan("stage1", self.jobs)
+        threads = self.threads(len(self.stage1))
+        pretrained = set()
+        for c in self.stage1:
+            n = stage_one_counts(c)
+            arch, size, prec = c.model.arch, c.data.input_size, c.train.precision
+            seconds, parts = 0.0, []
+            if c.model.init == "class-pretrained":
+                key = (arch, c.pretrain.data.root if c.pretrain.data else c.data.root, c.pretrain.epochs, c.seed)
+                if key not in pretrained:
+                    pretrained.add(key)
+                    pn = synthetic_counts(c.pretrain.data.synthetic, "pretrain").train \
+                        if c.pretrain.data is not None and c.pretrain.data.synthetic is not None else n.train
+                    steps = math.ceil(c.pretrain.epochs * math.ceil(pn / c.pretrain.batch_size))
+                    cost = steps * probe.trunk_seconds(arch, c.pretrain.batch_size, c.pretrain.crop or size, True,
+                                                       c.pretrain.precision, self.device, threads=threads)
+                    seconds += cost
+                    parts.append(f"class pretraining {steps:,} steps ({duration(cost)})")
+            seconds += probe.process_seconds()
+            step = probe.trunk_seconds(arch, c.train.batch_size, size, True, prec, self.device, c.train.freeze, threads)
+            embed = probe.trunk_seconds(arch, 64, size, False, prec, self.device, threads=threads) / 64
+            rows = 0.0
+            for m in c.methods:
+                aps = m.anchors_per_batch or c.train.anchors_per_batch
+                steps = math.ceil((m.epochs or c.train.epochs) * math.ceil(n.train / aps))
+                rows += steps * step + (n.train + n.test + n.val) * embed
+            seconds += rows
+            parts.append(f"{len(c.methods)} row(s) x {steps:,} steps of {c.train.batch_size} and their retrieval "
+                         f"({duration(rows)})")
+            ram = 3 * size * size * (n.train + n.test + n.val) if c.data.in_memory is not False else 0
+            if c.data.track == "caption":
+                workers, _ = graph_workers(c.graph.workers, n.train, self.threads(len(self.stage1)),
+                                           machine.available_memory())
+                graph = n.train * GRAPH_CORE_SECONDS_AT_20K * (n.train / 20_000) ** GRAPH_GROWTH / workers
+                seconds += graph
+                ram += workers * worker_bytes(n.train)
+                parts.append(f"caption graph of {n.train:,} images on {workers} worker(s) ({duration(graph)})")
+            params = sum(p.numel() for p in _trunk(arch).parameters())
+            disk = len(c.methods) * 3 * 4 * params + (n.train * c.graph.m * 8 if c.data.track == "caption" else 0)
+            plan.works.append(Work(f"{c.name}: " + ", ".join(parts), seconds, disk, ram + 8 * 4 * params))
+        return plan
+
+    # -- features -----------------------------------------------------------------------------------------
+    def feature_dumps(self) -> StagePlan:
+        from eval.preflight import feature_bytes
+
+        plan = StagePlan("features", 1)
+        for c in self.features:
+            n = self.feature_images(c)
+            arch = self.arch_of(c)
+            per_image = probe.trunk_seconds(arch, c.batch_size, c.input.size, False, "auto", self.device,
+                                            threads=self.cores) / c.batch_size
+            plan.works.append(Work(f"{Path(c.out).name}: {n:,} images at {c.input.size} px, {arch}",
+                                   probe.process_seconds() + n * per_image,
+                                   feature_bytes(c, n), 4 * c.batch_size * 3 * c.input.size ** 2 * 4))
+        return plan
+
+    def feature_images(self, c) -> int:
+        if c.images.karpathy:
+            counts = caption_counts(c.images.karpathy, self.stage1)
+            return counts.train + counts.val + counts.test if not c.images.splits else sum(
+                {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s] for s in c.images.splits)
+        return sum(1 for p in Path(c.images.folder).rglob("*") if p.is_file())
+
+    def arch_of(self, c) -> str:
+        """The feature trunk: the config's, else the stage-one config's whose run writes its checkpoint."""
+        if c.backbone.arch:
+            return c.backbone.arch
+        for s in self.stage1:
+            if Path(c.backbone.checkpoint).is_relative_to(Path(s.run_dir)):
+                return s.model.arch
+        return self.stage1[0].model.arch if self.stage1 else "resnet101"
+
+    def feature_shape(self, name: str) -> tuple[int, int]:
+        """(regions, channels) of the feature set a captioner reads by name (img -> img.h5)."""
+        for c in self.features:
+            if Path(c.out).stem == name:
+                return c.att_size ** 2, 2048 if self.arch_of(c) in WIDE else 512
+        return 196, 2048
+
+    # -- stage three --------------------------------------------------------------------------------------
+    def captioners(self, stage: str) -> StagePlan:
+        from captioners.config import core_args, load_captioner_config
+        from rl.config import load_scst_config
+
+        def runs_of(entries, load):
+            return [(load(e.config, e.overrides), f) for x in entries for f in self.cfg.feature_sets
+                    for e in [Entry.parse(x, self.run, (f"data.features={f}",))]]
+
+        xe = runs_of(self.cfg.captioners, load_captioner_config)
+        runs = xe if stage == "captioners" else runs_of(self.cfg.rl, load_scst_config)
+        xe_model = {str(Path(c.out_dir).resolve()): c.model for c, _ in xe}
+        plan = StagePlan(stage, self.jobs)
+        threads = self.threads(len(runs))
+        for c, features in runs:
+            n = caption_counts(c.data.json, self.stage1)
+            model = c.model if stage == "captioners" else xe_model.get(str(Path(c.init).resolve().parent))
+            if model is None:  # an SCST run from a checkpoint outside this pipeline: its model is read there
+                from captioners.config import CapModelConfig
+                model = CapModelConfig()
+            regions, channels = self.feature_shape(features)
+            sizes = (regions, channels, model.rnn_size, model.input_encoding_size, model.att_hid_size,
+                     tuple(sorted(core_args(model).items())))
+            vocab = vocabulary(c.data)
+            kind = "xe" if stage == "captioners" else "scst"
+            samples = getattr(c.train, "samples_per_image", 5)
+            step = probe.captioner_seconds(model.core, sizes, vocab, c.train.batch_size, c.data.seq_per_img,
+                                           c.data.max_length, kind, samples, self.device, threads)
+            steps = c.train.epochs * math.ceil(n.train / c.train.batch_size)
+            vb = min(c.val.batch_size, max(1, n.val))
+            greedy = probe.captioner_seconds(model.core, sizes, vocab, vb, 1, c.data.max_length, "greedy",
+                                             device=self.device, threads=threads) / vb
+            tb = min(100, max(1, n.test))
+            beam = probe.captioner_seconds(model.core, sizes, vocab, tb, 1, c.data.max_length, "beam",
+                                           device=self.device, threads=threads) / tb
+            val_images = min(n.val, c.val.max_images or n.val) * (c.train.epochs // c.val.every_epochs)
+            seconds = (probe.process_seconds() + steps * step + val_images * greedy + n.test * (beam + 2 * greedy)
+                       + probe.scoring_seconds(n.test))
+            params = 4 * (model.rnn_size * (model.rnn_size + channels + vocab) * 4)
+            features_ram = n.train * (regions + 1) * channels * 2 if c.data.in_memory else 0
+            plan.works.append(Work(f"{c.name} on {features}: {steps:,} steps of {c.train.batch_size}"
+                                   + (" (at most: patience)" if c.train.patience else ""),
+                                   seconds, 6 * params, features_ram + 4 * params))
+        return plan
+
+
+def _trunk(arch: str):
+    from embedder.model import build_model
+
+    return build_model(arch, 128)
+
+
+def vocabulary(data) -> int:
+    """Words of the vocabulary: prepro's file when it exists, else the training captions' words over the threshold."""
+    vocab = Path(data.prepro_dir) / "vocab.json"
+    if vocab.is_file():
+        return len(json.loads(vocab.read_text()))
+    path = Path(data.json)
+    if not path.is_file():
+        return 100  # the embedded default's shapes and colours, under the threshold or not: tens of words
+    counts = Counter(w for im in json.loads(path.read_text())["images"] if im.get("split") in ("train", "restval")
+                     for s in im["sentences"] for w in s["tokens"])
+    return sum(1 for c in counts.values() if c > data.word_count_threshold) + 1
+
+
+def generator_seconds(generator, size: int, caption: bool) -> float:
+    """Seconds per image of an embedded-default generator: the slope between two small runs."""
+    import importlib
+
+    module, _, name = generator.partition(":")
+    generate, times = getattr(importlib.import_module(module), name), []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, n in enumerate((8, 24)):
+            extra = {"n_val": n // 4} if caption else {}
+            t0 = time.perf_counter()
+            generate(out=Path(tmp) / str(k), n_train=n, n_test=n // 4, seed=0, size=size, **extra)
+            times.append((time.perf_counter() - t0, n + n // 4 + (n // 4 if caption else 0)))
+    (t1, n1), (t2, n2) = times
+    return max(t2 - t1, 0.0) / (n2 - n1)
+
+
+def table(plans: list[StagePlan], cores: int, device: str) -> str:
+    from capcore.cpu_isa import cpu_line
+
+    where = torch.cuda.get_device_name() if device == "cuda" else f"{cpu_line()}, {cores} cores"
+    lines = [f"capaware plan on {where} (estimates from timed probes; see capaware/plan.py for what they count)",
+             "", "| stage | commands | time | disk | peak RAM |", "|---|---:|---:|---:|---:|"]
+    for p in plans:
+        lines.append(f"| {p.stage} | {len(p.works)} | {duration(p.seconds())} | {gb(sum(w.disk for w in p.works))} "
+                     f"| {gb(p.ram())} |")
+    total = sum(p.seconds() for p in plans)
+    lines.append(f"| all | {sum(len(p.works) for p in plans)} | {duration(total)} | "
+                 f"{gb(sum(w.disk for p in plans for w in p.works))} | {gb(max(p.ram() for p in plans))} |")
+    lines.append("")
+    for p in plans:
+        for w in p.works:
+            lines.append(f"- {p.stage}: {w.what}: {duration(w.seconds)}")
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="capaware plan", description=__doc__.splitlines()[0])
+    ap.add_argument("config", help="a pipeline config (configs/*/pipeline_*.yaml)")
+    ap.add_argument("--run", default=None, help="run folder (overrides the config's run_dir)")
+    ap.add_argument("--json", default=None, help="also write the plan here")
+    a = ap.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    planner = Planner(a.config, a.run, device)
+    plans = planner.stages()
+    print(table(plans, planner.cores, device))
+    if a.json:
+        Path(a.json).write_text(json.dumps({p.stage: {"seconds": p.seconds(), "disk": sum(w.disk for w in p.works),
+                                                      "ram": p.ram(), "commands": [w.__dict__ for w in p.works]}
+                                            for p in plans}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Timed probes for ``capaware plan``: what one step of each kind of work costs on *this* machine.
+
+Each probe builds the real model at the config's sizes, runs one warm-up step and times the next ones,
+on random inputs (the cost of a step does not depend on the values). A CPU probe of a large batch runs a
+few images and scales per image, since a CPU's time grows linearly with the batch at these sizes; a GPU
+probe runs the whole batch, where small batches would understate its throughput. Every probe is
+memoised by its arguments, so a pipeline of many configs of one shape probes once.
+"""
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+
+import torch
+
+CPU_PROBE_IMAGES = (8, 16)
+"""Images of the two timed CPU steps of a large stage-one or feature batch: its step's time is the line through
+them, continued to the config's batch (a fixed part, the optimiser's update and the layers' launches, plus a
+part per image)."""
+WHOLE_BATCH_SECONDS = 2.0
+"""A CPU batch whose step would take less than this is timed whole (small images, small trunks)."""
+
+
+def _timed(step, repeats: int = 5) -> float:
+    """The median of ``repeats`` timed calls after two warm-ups (first-call allocations, the optimiser's
+    state, oneDNN's kernels): a busy core slows some calls, rarely the median."""
+    step(), step()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+@functools.lru_cache(maxsize=None)
+def trunk_seconds(arch: str, batch: int, size: int, train: bool, precision: str, device: str,
+                  freeze: str = "none", threads: int = 1) -> float:
+    """Seconds of one step of a stage-one trunk on ``batch`` images of ``size`` px: forward, backward and an
+    SGD update of what ``freeze`` leaves trainable, on maps its frozen prefix computed once (``train``), or a
+    whole forward alone (feature dumps, retrieval embeddings). On a GPU, and for a cheap CPU step, the whole
+    batch is timed; for a costly CPU step two small batches, and the line through them gives the batch's time."""
+    from capcore.device import autocast, pick_precision
+    from embedder.model import build_model
+
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    dtype = pick_precision(precision, dev)
+    model = build_model(arch, 128).to(dev).to(memory_format=torch.channels_last)
+    prefix, rest = model.split_trunk(freeze if train else "none")
+    rest = torch.nn.Sequential(rest, model.head)
+    model.train(train)
+    opt = torch.optim.SGD(rest.parameters(), lr=1e-3, momentum=0.9)
+
+    def seconds(n: int) -> float:
+        x = torch.randn(n, 3, size, size, device=dev).contiguous(memory_format=torch.channels_last)
+        with torch.no_grad(), autocast(dev, dtype):
+            x = prefix(x).float()  # the frozen maps, computed once per image (not per step)
+
+        def step():
+            with autocast(dev, dtype), torch.set_grad_enabled(train):
+                out = rest(x)
+            if train:
+                out.float().pow(2).mean().backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+        return _timed(step)
+
+    n1, n2 = CPU_PROBE_IMAGES
+    if dev.type == "cuda" or batch <= n2:
+        return seconds(batch)
+    t2 = seconds(n2)
+    if t2 * batch / n2 <= WHOLE_BATCH_SECONDS:  # cheap enough to time as it is: no extrapolation at all
+        return seconds(batch)
+    t1 = seconds(n1)
+    return max(t1 + (batch - n1) * (t2 - t1) / (n2 - n1), t2)
+
+
+@functools.lru_cache(maxsize=None)
+def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_img: int, max_len: int,
+                      kind: str, samples: int = 5, device: str = "cpu", threads: int = 1) -> float:
+    """Seconds of one captioner step: ``xe`` (teacher-forced forward, loss, backward, Adam), ``scst`` (the
+    samples and the greedy captions of ``batch`` images, backward through the samples), ``greedy`` or
+    ``beam`` (decoding ``batch`` images; random weights never stop early, so every caption is ``max_len``
+    long: an upper bound). ``sizes``: (regions, channels, rnn, word embedding, attention, core args)."""
+    from captioners import decoding
+    from captioners.model import Captioner, xe_loss
+    from rl.scst import greedy_captions, sample_captions
+
+    regions, channels, rnn, embed, att_hid, core_args = sizes
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    torch.manual_seed(0)
+    model = Captioner(core, vocab, channels, channels, embed, rnn, att_hid, 0.5, core_args=dict(core_args)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    att = torch.rand(batch, regions, channels, device=dev)
+    fc = att.mean(1)
+    seq = torch.randint(1, vocab + 1, (batch, seq_per_img, max_len), device=dev)
+
+    def step():
+        if kind == "xe":
+            model.train()
+            loss = xe_loss(model(fc, att, seq), seq.view(-1, max_len))
+        elif kind == "scst":
+            model.train()
+            greedy_captions(model, fc, att, max_len)
+            loss = -sample_captions(model, fc, att, samples, max_len).logprob.sum()
+        else:
+            model.eval()
+            with torch.no_grad():
+                if kind == "greedy":
+                    decoding.greedy(model, fc, att, max_len)
+                else:
+                    decoding.beam_search(model, fc, att, 2, max_len)  # the test split's (scripts/stage3.py)
+            return
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return _timed(step)
+
+
+@functools.lru_cache(maxsize=None)
+def process_seconds() -> float:
+    """Seconds a stage command spends starting: a Python process importing torch, torchvision and h5py."""
+    import subprocess
+    import sys
+
+    def start():
+        subprocess.run([sys.executable, "-c", "import torch, torchvision, h5py"], check=True)
+    start()  # the first start reads the libraries from disk; a stage command finds them in the page cache
+    return statistics.median(_seconds(start) for _ in range(2))
+
+
+def _seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+@functools.lru_cache(maxsize=None)
+def scoring_seconds(images: int) -> float:
+    """Seconds to score ``images`` captions with pycocoevalcap (the PTB tokenizer and METEOR are Java processes
+    started per call): the line through 2 and 20 images; 0 where Java is missing (the preflight refuses the
+    run then)."""
+    from eval import captions_java
+    from eval.score_captions import score_captions
+
+    if captions_java.java_info() is None:
+        return 0.0
+    words = "a red circle and a blue square on the left of a green triangle".split()
+
+    def score(n: int) -> float:
+        preds = {i: " ".join(words[i % 5:i % 5 + 6]) for i in range(n)}
+        refs = {i: [" ".join(words[(i + k) % 7:(i + k) % 7 + 7]) for k in range(5)] for i in range(n)}
+        t0 = time.perf_counter()
+        score_captions(preds, refs, spice=False)
+        return time.perf_counter() - t0
+
+    t2, t20 = score(2), score(20)
+    return max(t2 + (images - 2) * (t20 - t2) / 18, t2)
