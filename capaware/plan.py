@@ -24,8 +24,10 @@ from pathlib import Path
 import torch
 
 from capcore import machine
+from capcore.errors import CapawareError
 from capcore.pipeline_config import Entry, load_pipeline
-from capaware import plan_probes as probe
+from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
+from capaware.plan_prices import Prices
 
 GRAPH_CORE_SECONDS_AT_20K, GRAPH_GROWTH = 0.099, 0.54
 """The caption graph's CPU seconds per image at N = 20,000 (49.5 ms wall on 2 processes) and its growth with N
@@ -78,33 +80,42 @@ def karpathy_counts(path: Path) -> Counts:
     return Counts(splits["train"] + splits["restval"], splits["val"], splits["test"])
 
 
-def stage_one_counts(c) -> Counts:
-    """Images of a stage-one config's dataset: its generator's counts until the data stage writes it."""
+def stage_one_counts(c, given: Counts | None = None) -> Counts:
+    """Images of a stage-one config's dataset: its generator's counts until the data stage writes it; ``given``
+    (``--counts``) for real data not on this machine."""
     from capdata.formats import read_records, train_splits
 
     if c.data.synthetic is not None and not Path(c.data.root).exists():
         return synthetic_counts(c.data.synthetic, c.data.track)
+    if given is not None and not Path(c.data.root).exists():
+        return given
     splits = read_records(c.data).splits
     train = int(sum((splits == s).sum() for s in train_splits(c.data)))
     return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
 
 
-def caption_counts(json_path: str, stage1: list) -> Counts:
-    """A Karpathy json's splits; before the data stage, the counts of the stage-one config that generates it."""
+def caption_counts(json_path: str, stage1: list, given: Counts | None = None) -> Counts:
+    """A Karpathy json's splits; before the data stage, the counts of the stage-one config that generates it;
+    ``given`` (``--counts``) for a json not on this machine."""
     path = Path(json_path)
     if path.is_file():
         return karpathy_counts(path)
     for c in stage1:
         if c.data.track == "caption" and c.data.synthetic is not None and path.parent == Path(c.data.root):
             return synthetic_counts(c.data.synthetic, "caption")
-    raise SystemExit(f"error: {json_path}: not found, and no stage-one config of this pipeline generates it")
+    if given is not None:
+        return given
+    raise CapawareError(json_path, "not found, and no stage-one config of this pipeline generates it",
+                        "put the Karpathy json there, or give its split sizes: --counts TRAIN,VAL,TEST")
 
 
 class Planner:
-    def __init__(self, config: str, run: str | None, device: str):
+    def __init__(self, config: str, run: str | None, device: str, figures: str | None = None, gpus: int = 1,
+                 counts: Counts | None = None):
         self.cfg = load_pipeline(config, run)
         self.run, self.device, self.jobs = self.cfg.run_dir, device, max(1, self.cfg.jobs)
-        self.cores = machine.cores()
+        self.prices, self.gpus, self.counts = Prices(device, figures), max(1, gpus), counts
+        self.cores = (self.prices.figures or {}).get("host_cores") or machine.cores()  # the run's host
         from embedder.config import load_config
         from feature_extract.config import load_features_config
 
@@ -133,7 +144,7 @@ class Planner:
             s = data.synthetic
             n = s.n_train + s.n_test + (synthetic_counts(s, "caption").val if track == "caption" else 0)
             per_image = generator_seconds(format_of(data).synthetic, s.size, track == "caption")
-            plan.works.append(Work(f"{Path(data.root).name}: {n:,} images", probe.process_seconds() + n * per_image,
+            plan.works.append(Work(f"{Path(data.root).name}: {n:,} images", self.prices.process() + n * per_image,
                                    n * s.size * s.size))
         return plan
 
@@ -145,7 +156,7 @@ class Planner:
         threads = self.threads(len(self.stage1))
         pretrained = set()
         for c in self.stage1:
-            n = stage_one_counts(c)
+            n = stage_one_counts(c, self.counts)
             arch, size, prec = c.model.arch, c.data.input_size, c.train.precision
             seconds, parts = 0.0, []
             if c.model.init == "class-pretrained":
@@ -155,13 +166,13 @@ class Planner:
                     pn = synthetic_counts(c.pretrain.data.synthetic, "pretrain").train \
                         if c.pretrain.data is not None and c.pretrain.data.synthetic is not None else n.train
                     steps = math.ceil(c.pretrain.epochs * math.ceil(pn / c.pretrain.batch_size))
-                    cost = steps * probe.trunk_seconds(arch, c.pretrain.batch_size, c.pretrain.crop or size, True,
-                                                       c.pretrain.precision, self.device, threads=threads)
+                    cost = steps * self.prices.trunk(arch, c.pretrain.batch_size, c.pretrain.crop or size, True,
+                                                     c.pretrain.precision, threads=threads) / self.gpus
                     seconds += cost
                     parts.append(f"class pretraining {steps:,} steps ({duration(cost)})")
-            seconds += probe.process_seconds()
-            step = probe.trunk_seconds(arch, c.train.batch_size, size, True, prec, self.device, c.train.freeze, threads)
-            embed = probe.trunk_seconds(arch, 64, size, False, prec, self.device, threads=threads) / 64
+            seconds += self.prices.process()
+            step = self.prices.trunk(arch, c.train.batch_size, size, True, prec, c.train.freeze, threads) / self.gpus
+            embed = self.prices.trunk(arch, 64, size, False, prec, threads=threads) / 64
             rows = 0.0
             for m in c.methods:
                 aps = m.anchors_per_batch or c.train.anchors_per_batch
@@ -173,8 +184,8 @@ class Planner:
             ram = 3 * size * size * (n.train + n.test + n.val) if c.data.in_memory is not False else 0
             if c.data.track == "caption":
                 workers, _ = graph_workers(c.graph.workers, n.train, self.threads(len(self.stage1)),
-                                           machine.available_memory())
-                graph = n.train * GRAPH_CORE_SECONDS_AT_20K * (n.train / 20_000) ** GRAPH_GROWTH / workers
+                                           machine.available_memory())  # this machine's memory (note in table)
+                graph = n.train * GRAPH_CORE_SECONDS_AT_20K * (n.train / 20_000) ** GRAPH_GROWTH / workers / self.gpus
                 seconds += graph
                 ram += workers * worker_bytes(n.train)
                 parts.append(f"caption graph of {n.train:,} images on {workers} worker(s) ({duration(graph)})")
@@ -191,16 +202,16 @@ class Planner:
         for c in self.features:
             n = self.feature_images(c)
             arch = self.arch_of(c)
-            per_image = probe.trunk_seconds(arch, c.batch_size, c.input.size, False, "auto", self.device,
-                                            threads=self.cores) / c.batch_size
+            per_image = self.prices.trunk(arch, c.batch_size, c.input.size, False, "auto",
+                                          threads=self.cores) / c.batch_size
             plan.works.append(Work(f"{Path(c.out).name}: {n:,} images at {c.input.size} px, {arch}",
-                                   probe.process_seconds() + n * per_image,
+                                   self.prices.process() + n * per_image,
                                    feature_bytes(c, n), 4 * c.batch_size * 3 * c.input.size ** 2 * 4))
         return plan
 
     def feature_images(self, c) -> int:
         if c.images.karpathy:
-            counts = caption_counts(c.images.karpathy, self.stage1)
+            counts = caption_counts(c.images.karpathy, self.stage1, self.counts)
             return counts.train + counts.val + counts.test if not c.images.splits else sum(
                 {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s] for s in c.images.splits)
         return sum(1 for p in Path(c.images.folder).rglob("*") if p.is_file())
@@ -236,7 +247,7 @@ class Planner:
         plan = StagePlan(stage, self.jobs)
         threads = self.threads(len(runs))
         for c, features in runs:
-            n = caption_counts(c.data.json, self.stage1)
+            n = caption_counts(c.data.json, self.stage1, self.counts)
             model = c.model if stage == "captioners" else xe_model.get(str(Path(c.init).resolve().parent))
             if model is None:  # an SCST run from a checkpoint outside this pipeline: its model is read there
                 from captioners.config import CapModelConfig
@@ -244,21 +255,21 @@ class Planner:
             regions, channels = self.feature_shape(features)
             sizes = (regions, channels, model.rnn_size, model.input_encoding_size, model.att_hid_size,
                      tuple(sorted(core_args(model).items())))
-            vocab = vocabulary(c.data)
+            vocab = vocabulary(c.data, real=self.counts is not None)
             kind = "xe" if stage == "captioners" else "scst"
             samples = getattr(c.train, "samples_per_image", 5)
-            step = probe.captioner_seconds(model.core, sizes, vocab, c.train.batch_size, c.data.seq_per_img,
-                                           c.data.max_length, kind, samples, self.device, threads)
+            step = self.prices.captioner(model.core, sizes, vocab, c.train.batch_size, c.data.seq_per_img,
+                                         c.data.max_length, kind, samples, threads) / self.gpus
             steps = c.train.epochs * math.ceil(n.train / c.train.batch_size)
             vb = min(c.val.batch_size, max(1, n.val))
-            greedy = probe.captioner_seconds(model.core, sizes, vocab, vb, 1, c.data.max_length, "greedy",
-                                             device=self.device, threads=threads) / vb
+            greedy = self.prices.captioner(model.core, sizes, vocab, vb, 1, c.data.max_length, "greedy",
+                                           threads=threads) / vb
             tb = min(100, max(1, n.test))
-            beam = probe.captioner_seconds(model.core, sizes, vocab, tb, 1, c.data.max_length, "beam",
-                                           device=self.device, threads=threads) / tb
+            beam = self.prices.captioner(model.core, sizes, vocab, tb, 1, c.data.max_length, "beam",
+                                         threads=threads) / tb
             val_images = min(n.val, c.val.max_images or n.val) * (c.train.epochs // c.val.every_epochs)
-            seconds = (probe.process_seconds() + steps * step + val_images * greedy + n.test * (beam + 2 * greedy)
-                       + probe.scoring_seconds(n.test))
+            seconds = (self.prices.process() + steps * step + val_images * greedy + n.test * (beam + 2 * greedy)
+                       + self.prices.scoring(n.test))
             params = 4 * (model.rnn_size * (model.rnn_size + channels + vocab) * 4)
             features_ram = n.train * (regions + 1) * channels * 2 if c.data.in_memory else 0
             plan.works.append(Work(f"{c.name} on {features}: {steps:,} steps of {c.train.batch_size}"
@@ -273,14 +284,19 @@ def _trunk(arch: str):
     return build_model(arch, 128)
 
 
-def vocabulary(data) -> int:
+COCO_VOCABULARY = 9_487
+"""Karpathy COCO's training words seen more than 5 times (self-critical.pytorch's prepro): a real json's
+vocabulary when the json is not on this machine."""
+
+
+def vocabulary(data, real: bool = False) -> int:
     """Words of the vocabulary: prepro's file when it exists, else the training captions' words over the threshold."""
     vocab = Path(data.prepro_dir) / "vocab.json"
     if vocab.is_file():
         return len(json.loads(vocab.read_text()))
     path = Path(data.json)
-    if not path.is_file():
-        return 100  # the embedded default's shapes and colours, under the threshold or not: tens of words
+    if not path.is_file():  # real data elsewhere: COCO's; the embedded default's shapes and colours: tens of words
+        return COCO_VOCABULARY if real else 100
     counts = Counter(w for im in json.loads(path.read_text())["images"] if im.get("split") in ("train", "restval")
                      for s in im["sentences"] for w in s["tokens"])
     return sum(1 for c in counts.values() if c > data.word_count_threshold) + 1
@@ -302,11 +318,16 @@ def generator_seconds(generator, size: int, caption: bool) -> float:
     return max(t2 - t1, 0.0) / (n2 - n1)
 
 
-def table(plans: list[StagePlan], cores: int, device: str) -> str:
+def table(plans: list[StagePlan], planner: "Planner") -> str:
     from capcore.cpu_isa import cpu_line
 
-    where = torch.cuda.get_device_name() if device == "cuda" else f"{cpu_line()}, {cores} cores"
-    lines = [f"capaware plan on {where} (estimates from timed probes; see capaware/plan.py for what they count)",
+    here = torch.cuda.get_device_name() if planner.device == "cuda" else f"{cpu_line()}, {machine.cores()} cores"
+    where = planner.prices.machine or here
+    gpus = f" x {planner.gpus} (stage one, XE and SCST split over them: --nproc {planner.gpus})" if planner.gpus > 1 else ""
+    lines = [f"capaware plan for {where}{gpus}; planned on {here}. Estimates: see capaware/plan.py for what they "
+             "count", *(f"note: {n}" for n in planner.prices.notes),
+             *(["note: the caption graph's workers are capped by this machine's memory, not the host's"]
+               if planner.prices.figures else []),
              "", "| stage | commands | time | disk | peak RAM |", "|---|---:|---:|---:|---:|"]
     for p in plans:
         lines.append(f"| {p.stage} | {len(p.works)} | {duration(p.seconds())} | {gb(sum(w.disk for w in p.works))} "
@@ -338,11 +359,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("config", help="a pipeline config (configs/*/pipeline_*.yaml)")
     ap.add_argument("--run", default=None, help="run folder (overrides the config's run_dir)")
     ap.add_argument("--json", default=None, help="also write the plan here")
+    ap.add_argument("--figures", default=None, help="price steps with a benchmark's stored figures for another "
+                    "machine (benchmarks/results/plan_figures_*.json) instead of this one's probes")
+    ap.add_argument("--gpus", type=int, default=1, help="processes the run's training stages split over (--nproc)")
+    ap.add_argument("--counts", default=None, help="TRAIN,VAL,TEST images of real data not on this machine "
+                    "(COCO's Karpathy splits: 113287,5000,5000)")
     a = ap.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    planner = Planner(a.config, a.run, device)
+    counts = Counts(*map(int, a.counts.split(","))) if a.counts else None
+    planner = Planner(a.config, a.run, device, a.figures, a.gpus, counts)
     plans = planner.stages()
-    print(table(plans, planner.cores, device))
+    print(table(plans, planner))
     if a.json:
         Path(a.json).write_text(json.dumps({p.stage: {"seconds": p.seconds(), "disk": sum(w.disk for w in p.works),
                                                       "ram": p.ram(), "commands": [w.__dict__ for w in p.works]}
