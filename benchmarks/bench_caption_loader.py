@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -109,6 +110,7 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where the features file goes [a temporary folder]")
     parser.add_argument("--host-cast", action="store_true", help="also time on_device's float32 cast on a CPU")
     a = parser.parse_args()
+    print("$ python " + shlex.join(sys.argv), flush=True)
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         path = Path(tmp) / "feats.h5"
         t0 = time.perf_counter()

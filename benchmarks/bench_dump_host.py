@@ -17,6 +17,7 @@ thread spends beyond it is the dump's host cost. Median of ``--repeats`` runs, a
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import sys
 import tempfile
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dir", default=None)
     a = ap.parse_args()
+    print("$ python " + shlex.join(sys.argv), flush=True)
     n = a.images - a.images % a.batch
     g = torch.Generator().manual_seed(0)
     att = torch.rand(a.batch, REGIONS, CHANNELS, generator=g)

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ def main() -> None:
     ap.add_argument("which", choices=("demo", "rehearsal"))
     ap.add_argument("--run", default=None, help="the run folder [a temporary one]")
     a = ap.parse_args()
+    print("$ python " + shlex.join(sys.argv), flush=True)
     run = Path(a.run or tempfile.mkdtemp(prefix=f"plan_{a.which}_"))
     env = dict(os.environ)
     if a.which == "demo":
