@@ -30,7 +30,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capdata.formats import read_annotation
 from embedder.pretrain import group_accuracy, multi_hot
-from eval.probe import GROUPS, check_paired, image_tags, parse_features, scale_by_train, signed, targets
+from eval.probe import GROUPS, check_paired, probed_tags, parse_features, scale_by_train, signed, targets
 from eval.reporting.seed_stats import stat, text
 from feature_extract.h5io import open_features
 from feature_extract.oracle import cell_of
@@ -138,7 +138,7 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
 def run(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
     check_paired(features, paired)
     records = read_annotation("karpathy", karpathy)
-    img_tags = image_tags(records)  # refuses a caption set without scene objects
+    img_tags = probed_tags(records)  # refuses a caption set without scene objects
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}
     img_targets = {g: targets(img_tags, g) for g in GROUPS}

@@ -40,7 +40,7 @@ def inside(path: str | Path, run_dir: str | Path) -> bool:
     return run == Path(path).resolve() or run in Path(path).resolve().parents
 
 
-def check_java(pending: list[str]) -> list[CapawareError]:
+def missing_java(pending: list[str]) -> list[CapawareError]:
     needs = [s for s in pending if s in JAVA_STAGES]
     if not needs or jv.java_info() is not None:
         return []
@@ -48,7 +48,7 @@ def check_java(pending: list[str]) -> list[CapawareError]:
                     "tokenizer and METEOR, which are Java", jv.JAVA_FIX)]
 
 
-def check_weights(arch: str, weights: str, who: str) -> list[CapawareError]:
+def missing_weights(arch: str, weights: str, who: str) -> list[CapawareError]:
     from embedder.model import imagenet_weight_file
 
     try:
@@ -186,10 +186,10 @@ def preflight(pending: list[str], stage1: list, features: list, run_dir: str) ->
     reads_data = stage1 if ("data" in pending or "stage1" in pending) else []
     trains = stage1 if "stage1" in pending else []  # the data stage reads the data, not the weights
     features = features if "features" in pending else []
-    problems = check_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
+    problems = missing_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
     if trains:
         from capcore import machine
         problems += check_graph_memory(trains, machine.available_memory(), machine.local_processes())
     for (arch, weights), who in imagenet_trunks(trains, features).items():
-        problems += check_weights(arch, weights, ", ".join(who))
+        problems += missing_weights(arch, weights, ", ".join(who))
     return [str(p) for p in problems]  # each CapawareError is where: problem (fix: ...)

@@ -44,7 +44,7 @@ def region(x: float, y: float, width: float, height: float) -> str:
     return f"{ROWS[min(2, int(3 * y / height))]} {COLS[min(2, int(3 * x / width))]}"
 
 
-def image_tags(records) -> list[list[str]]:
+def probed_tags(records) -> list[list[str]]:
     """Per image its ``group:value`` tags for every probed group (needs the synthetic set's attributes)."""
     if records.attributes is None or records.objects is None or records.sizes is None:
         raise CapawareError("--karpathy", "the caption set has no per-image 'attributes', 'objects' and size",
@@ -140,7 +140,7 @@ def check_paired(features: list[tuple[str, str]], paired) -> None:
 def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
     check_paired(features, paired)
     records = read_annotation("karpathy", karpathy)
-    tags = image_tags(records)
+    tags = probed_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}
     groups = {g: targets(tags, g) for g in GROUPS}

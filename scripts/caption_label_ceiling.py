@@ -42,7 +42,7 @@ ROWS = (("shape", "colour"), ("shape", "colour", "object"), ("shape", "colour", 
         ("shape", "colour", "object", "size", "count", "background"))
 
 
-def multi_hot(attributes: list[dict], groups: tuple[str, ...]) -> np.ndarray:
+def attribute_vectors(attributes: list[dict], groups: tuple[str, ...]) -> np.ndarray:
     """[N, V] one column per (group, value) seen: the scene's attribute set as a vector."""
     vocab = sorted({(g, v) for a in attributes for g in groups for v in a[g]})
     col = {key: i for i, key in enumerate(vocab)}
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| embedding | nDCG@{K} | share of the random-to-Oracle gap |\n|---|---:|---:|")
     print(f"| random (mean of 5) | {rand:.3f} | 0% |")
     for groups in ROWS:
-        s = scores[" + ".join(groups)] = score(multi_hot(attributes, groups))
+        s = scores[" + ".join(groups)] = score(attribute_vectors(attributes, groups))
         print(f"| {' + '.join(groups)} | {s:.3f} | {(s - rand) / (1 - rand):.0%} |")
     print(f"\n{len(q)} queries, {len(db)} database images; Oracle = 1.")
     ret_dir = Path(cfg.out_dir) / "retrieval"

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from embedder.config import load_config  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402
-from eval.probe import image_tags  # noqa: E402
+from eval.probe import probed_tags  # noqa: E402
 
 SET_GROUPS = ("shape", "colour", "object", "size", "position")
 ONE_VALUE = ("count", "background")
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         raise CapawareError(cfg.data.root, "the caption set records no scene attributes",
                             "run this on a synthetic caption set (python -m capdata.synthetic captions)")
     tags = [ts + sorted({f"object:{o['colour']} {o['shape']}" for o in objs})  # the kinds (coloured shapes)
-            for ts, objs in zip(image_tags(records), records.objects)]
+            for ts, objs in zip(probed_tags(records), records.objects)]
     rng = np.random.default_rng(0)
     q = np.asarray(track.query_idx)
     i, j = rng.choice(q, a.pairs), rng.choice(q, a.pairs)

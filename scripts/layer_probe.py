@@ -26,7 +26,7 @@ from embedder.config import DataConfig  # noqa: E402
 from capdata.formats import read_annotation, read_records  # noqa: E402
 from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
-from eval.probe import image_tags, majority, probe_group, standardise, targets  # noqa: E402
+from eval.probe import probed_tags, majority, probe_group, standardise, targets  # noqa: E402
 
 STAGES = ("stem", "layer1", "layer2", "layer3", "layer4")
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
                                            annotation=Path(a.karpathy).name, input_size=a.size))
     bank = ImageBank.build(read_records(data), a.size, True, desc="images")
     records = read_annotation("karpathy", a.karpathy)
-    tags = image_tags(records)
+    tags = probed_tags(records)
     split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
              "test": records.splits == "test"}
     feats = stage_features(model, bank)

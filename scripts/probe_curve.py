@@ -42,7 +42,7 @@ from embedder.study import embed, resolve_init  # noqa: E402
 from embedder.row_labels import row_labels  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402
 from embedder.train import train_method  # noqa: E402
-from eval.probe import image_tags, majority, probe_group, standardise, targets  # noqa: E402
+from eval.probe import probed_tags, majority, probe_group, standardise, targets  # noqa: E402
 
 GROUPS = ("colour", "count", "position", "shape", "size")
 
@@ -54,7 +54,7 @@ class Prober:
         records = read_records(cfg.data)
         self.bank = ImageBank.build(records, cfg.data.input_size, cfg.data.in_memory, desc="probe images")
         self.device = pick_device(cfg.device)
-        tags = image_tags(records)
+        tags = probed_tags(records)
         self.split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
                       "test": records.splits == "test"}
         self.groups = {g: targets(tags, g) for g in groups}

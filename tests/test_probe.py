@@ -12,7 +12,7 @@ from capcore.errors import CapawareError
 from capdata.readers.karpathy import read_karpathy
 from capdata.synthetic.shapes_captions import generate_captions
 from feature_extract.h5io import FORMAT, create
-from eval.probe import L2_GRID, image_tags, main, majority, probe_group, region, standardise
+from eval.probe import L2_GRID, probed_tags, main, majority, probe_group, region, standardise
 
 
 def splits(x, y, n_train=400, n_val=150):
@@ -69,7 +69,7 @@ def write_fc(path, ids, fc):
 
 def test_the_command_probes_every_group_from_a_run_s_files(tmp_path):
     rec = read_karpathy(generate_captions(tmp_path / "set", n_train=80, n_val=40, n_test=40, seed=1, size=48))
-    tags = image_tags(rec)
+    tags = probed_tags(rec)
     assert all(sum(t.startswith("background:") for t in ts) == 1 for ts in tags)
     for ts, objs in zip(tags, rec.objects):  # one position tag per distinct region, none for empty ones
         assert 1 <= sum(t.startswith("position:") for t in ts) <= len(objs)
@@ -105,7 +105,7 @@ def test_a_caption_set_without_attributes_and_a_bad_features_argument_are_one_li
     rec = read_karpathy(generate_captions(tmp_path / "set", n_train=8, n_test=2, seed=1, size=32))
     rec.attributes = None
     with pytest.raises(CapawareError, match="attributes"):
-        image_tags(rec)
+        probed_tags(rec)
     with pytest.raises(CapawareError, match="NAME=FILE"):
         main(["--karpathy", str(tmp_path / "set/dataset_coco.json"), "--features", "img.h5", "--out", str(tmp_path)])
 

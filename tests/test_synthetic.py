@@ -381,11 +381,11 @@ def test_caption_word_vectors_cover_every_content_word_and_separate_meanings(mad
 
 def test_attribute_embedding_of_the_label_ceiling_probe(made):
     """scripts/caption_label_ceiling.py: one column per (group, value); equal rows for equal attribute sets."""
-    from scripts.caption_label_ceiling import multi_hot
+    from scripts.caption_label_ceiling import attribute_vectors
 
     images = json.loads(made["captions", "a"][1].read_text())["images"]
     attrs = [img["attributes"] for img in images]
-    x = multi_hot(attrs, ("shape", "colour"))
+    x = attribute_vectors(attrs, ("shape", "colour"))
     n_values = len({("s", v) for a in attrs for v in a["shape"]} | {("c", v) for a in attrs for v in a["colour"]})
     assert x.shape == (len(attrs), n_values)
     assert np.array_equal(x.sum(1), [len(a["shape"]) + len(a["colour"]) for a in attrs])
