@@ -89,6 +89,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
     samples and the greedy captions of ``batch`` images, backward through the samples), ``greedy`` or
     ``beam`` (decoding ``batch`` images; random weights never stop early, so every caption is ``max_len``
     long: an upper bound). ``sizes``: (regions, channels, rnn, word embedding, attention, core args)."""
+    from capcore.optim import adam
     from captioners import decoding
     from captioners.model import Captioner, xe_loss
     from rl.scst import greedy_captions, sample_captions
@@ -98,7 +99,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
     dev = torch.device(device)
     torch.manual_seed(0)
     model = Captioner(core, vocab, channels, channels, embed, rnn, att_hid, 0.5, core_args=dict(core_args)).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    opt = adam(model.parameters(), fused=False, lr=1e-4)  # the captioners' own (captioners/trainer.py)
     att = torch.rand(batch, regions, channels, device=dev)
     fc = att.mean(1)
     seq = torch.randint(1, vocab + 1, (batch, seq_per_img, max_len), device=dev)

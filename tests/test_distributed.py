@@ -44,13 +44,14 @@ def replace(src, dst, *args, **kwargs):
 os.replace = replace
 import captioners.data
 reads = open(os.path.join(os.environ["SPY_DIR"], "reads%s.txt" % os.environ["RANK"]), "a")
-real_getitem = captioners.data.CaptionDataset.__getitem__
-def getitem(self, key):
-    if isinstance(key, tuple):  # a training read: (epoch, index); decoding reads plain indices
-        reads.write("%d %d\\n" % key)
-        reads.flush()
-    return real_getitem(self, key)
-captioners.data.CaptionDataset.__getitem__ = getitem
+real_getitems = captioners.data.CaptionDataset.__getitems__
+def getitems(self, keys):  # the loader reads a batch at once
+    for key in keys:
+        if isinstance(key, tuple):  # a training read: (epoch, index); decoding reads plain indices
+            reads.write("%d %d\\n" % key)
+    reads.flush()
+    return real_getitems(self, keys)
+captioners.data.CaptionDataset.__getitems__ = getitems
 sys.argv = sys.argv[1:]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 '''
