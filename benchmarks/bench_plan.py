@@ -35,6 +35,7 @@ def main() -> None:
     a = ap.parse_args()
     print("$ python " + shlex.join(sys.argv), flush=True)
     run = Path(a.run or tempfile.mkdtemp(prefix=f"plan_{a.which}_"))
+    run.mkdir(parents=True, exist_ok=True)  # the plan's JSON goes there; the demo's pipeline writes into it too
     env = dict(os.environ)
     if a.which == "demo":
         config = ROOT / "configs/demo/pipeline_demo.yaml"
