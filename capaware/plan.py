@@ -12,6 +12,7 @@ each printed with what it counts.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -75,8 +76,14 @@ def synthetic_counts(s, track: str) -> Counts:
     return Counts(s.n_train, val, s.n_test)
 
 
+@functools.lru_cache(maxsize=None)
+def karpathy_images(path: Path) -> list:
+    """A Karpathy json's images, read once per plan (COCO's is 100+ MB; every captioner run asks for it)."""
+    return json.loads(path.read_text())["images"]
+
+
 def karpathy_counts(path: Path) -> Counts:
-    splits = Counter(im.get("split") for im in json.loads(path.read_text())["images"])
+    splits = Counter(im.get("split") for im in karpathy_images(Path(path)))
     return Counts(splits["train"] + splits["restval"], splits["val"], splits["test"])
 
 
@@ -297,7 +304,7 @@ def vocabulary(data, real: bool = False) -> int:
     path = Path(data.json)
     if not path.is_file():  # real data elsewhere: COCO's; the embedded default's shapes and colours: tens of words
         return COCO_VOCABULARY if real else 100
-    counts = Counter(w for im in json.loads(path.read_text())["images"] if im.get("split") in ("train", "restval")
+    counts = Counter(w for im in karpathy_images(path) if im.get("split") in ("train", "restval")
                      for s in im["sentences"] for w in s["tokens"])
     return sum(1 for c in counts.values() if c > data.word_count_threshold) + 1
 

@@ -97,27 +97,33 @@ def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstrea
     assert "### Captioning" in again.stdout  # the final tables are printed
 
 
+def assert_trains_as_one(whole: Path, run: Path) -> None:
+    """XE and SCST of ``run`` as the one-process run ``whole``: every logged loss within the relative 1e-5
+    docs/devices.md states for stage three, the same test captions, the same Table 1."""
+    from tests.tensorboard_log import tb_values
+
+    for name, tag in (("cap_att2all2", "train/loss"), ("cap_att2all2_scst", "scst/loss")):
+        one_log, two_log = (tb_values(r / "captioners" / name / "tb", tag) for r in (whole, run))
+        assert sorted(one_log) == sorted(two_log) and one_log, name
+        assert max(abs(one_log[s] - two_log[s]) / abs(one_log[s]) for s in one_log) <= 1e-5, name
+    for name in ("cap_att2all2", "cap_att2all2_scst"):
+        preds = [json.loads((r / "captioners" / name / "preds_test.json").read_text()) for r in (whole, run)]
+        assert preds[0] == preds[1], name
+    assert table_rows(run) == table_rows(whole)
+
+
 @pytest.mark.timeout(900)
 def test_two_processes_train_as_one_and_keep_the_skip_markers(upstream, whole, tmp_path):
     """``--nproc 2`` runs XE and SCST under torchrun (gloo on CPU): every logged step's loss within the
     relative 1e-5 docs/devices.md states for stage three, the same test captions and Table 1; rank 1 decodes
     and scores nothing. Its markers are the one-process run's: a rerun with one process skips every stage."""
-    from tests.tensorboard_log import tb_values
-
     config, base = upstream
     two, = copies(base, tmp_path / "two")
     out = pipeline(config, two, "--nproc", "2", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     for stage in ("captioners", "rl"):
         assert "2 processes (torchrun)" in (two / "logs" / f"{stage}.log").read_text(), stage
-    for name, tag in (("cap_att2all2", "train/loss"), ("cap_att2all2_scst", "scst/loss")):
-        one_log, two_log = (tb_values(r / "captioners" / name / "tb", tag) for r in (whole, two))
-        assert sorted(one_log) == sorted(two_log) and one_log, name
-        assert max(abs(one_log[s] - two_log[s]) / abs(one_log[s]) for s in one_log) <= 1e-5, name
-    for name in ("cap_att2all2", "cap_att2all2_scst"):
-        preds = [json.loads((r / "captioners" / name / "preds_test.json").read_text()) for r in (whole, two)]
-        assert preds[0] == preds[1], name
-    assert table_rows(two) == table_rows(whole)
+    assert_trains_as_one(whole, two)
     again = pipeline(config, two, timeout=120)
     assert again.returncode == 0 and again.stdout.count("complete, skipped") == 7
 
@@ -135,7 +141,6 @@ def test_two_nodes_on_one_machine_train_as_one(upstream, whole, tmp_path):
     loss within 1e-5, the same test captions and Table 1). Node 1 runs no stage of its own and leaves every
     marker to node 0."""
     from tests.pipeline_helpers import env
-    from tests.tensorboard_log import tb_values
 
     config, base = upstream
     run, = copies(base, tmp_path / "nodes")
@@ -149,14 +154,7 @@ def test_two_nodes_on_one_machine_train_as_one(upstream, whole, tmp_path):
         assert f"[{stage}] running" not in outs[1] and f"[{stage}] waiting" not in outs[0], stage
     for stage in ("captioners", "rl"):
         assert "2 processes (torchrun)" in (run / "logs" / f"{stage}.log").read_text(), stage
-    for name, tag in (("cap_att2all2", "train/loss"), ("cap_att2all2_scst", "scst/loss")):
-        one_log, two_log = (tb_values(r / "captioners" / name / "tb", tag) for r in (whole, run))
-        assert sorted(one_log) == sorted(two_log) and one_log, name
-        assert max(abs(one_log[s] - two_log[s]) / abs(one_log[s]) for s in one_log) <= 1e-5, name
-    for name in ("cap_att2all2", "cap_att2all2_scst"):
-        preds = [json.loads((r / "captioners" / name / "preds_test.json").read_text()) for r in (whole, run)]
-        assert preds[0] == preds[1], name
-    assert table_rows(run) == table_rows(whole)
+    assert_trains_as_one(whole, run)
     assert not list((run / "logs").glob("*.part*"))
 
 

@@ -70,3 +70,17 @@ def test_capaware_plan_prints_every_stage_and_the_feature_files_disk(tmp_path):
     assert got["features"]["disk"] == 2 * feature_bytes(cfg, 64 + 6 + 16)  # two files of every caption image
     assert not (tmp_path / "run").exists()  # planning writes nothing of the run
     assert math.isfinite(got["stage1"]["ram"])
+
+
+def test_the_stored_h200_figures_are_the_benchmark_outputs_they_cite():
+    """plan_figures_h200.json is typed from bench_gpu_h200.txt: each figure must be a number that file printed."""
+    figures = json.loads((ROOT / "benchmarks/results/plan_figures_h200.json").read_text())
+    printed = (ROOT / figures["source"].split(" ")[0]).read_text()
+    lines = [ln.lower().replace("-", "") for ln in printed.splitlines()]
+    for r in figures["trunk"]:  # a training line names the trunk and its batch, the forward line says "forward"
+        kind = [ln for ln in lines if r["arch"] in ln and ("forward" in ln) != r["train"] and f"{r['size']} px"
+                in ln or (r["train"] and ln.strip().startswith(r["arch"] + " "))]
+        assert any(f"{r['images_per_s']} img/s" in ln for ln in kind), r
+    for r in figures["captioner"]:
+        line = next(ln for ln in printed.splitlines() if ln.strip().startswith(r["core"]))
+        assert f"batch {r['batch']} " in line and f"{1e3 * r['seconds']:.1f} ms/step" in line, r
