@@ -11,6 +11,7 @@ run would, whatever the number of workers.
 """
 from __future__ import annotations
 
+import copy
 import math
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from capcore.errors import CapawareError
+from captioners.batch_slots import PREFETCH, BatchSlots, take
 from captioners.prepro import Labels
 from feature_extract.h5io import read_feats_info
 
@@ -62,6 +64,7 @@ class CaptionDataset(Dataset):
             self.image_ids = ids.astype(np.int64)
         self._file, self._pid = None, None
         self._att = self._fc = None
+        self.slotted, self._slots, self._slots_pid = False, None, None  # see _worker_slots
         if in_memory:
             self._att, self._fc = self._read_all()
 
@@ -71,7 +74,7 @@ class CaptionDataset(Dataset):
     def __getstate__(self):
         """Workers get no open handle: each opens its own (h5py handles do not survive fork/pickle)."""
         state = dict(self.__dict__)
-        state["_file"], state["_pid"] = None, None
+        state["_file"], state["_pid"], state["_slots"], state["_slots_pid"] = None, None, None, None
         return state
 
     def _h5(self) -> h5py.File:
@@ -98,25 +101,52 @@ class CaptionDataset(Dataset):
 
     def __getitems__(self, keys: list) -> dict:
         """A whole batch at once (the DataLoader calls this instead of ``__getitem__`` per key): each image's
-        rows read from the file straight into one buffer per tensor, in the file's dtype. Inside a loader
-        worker the buffers are shared memory, so the hand-off to the training loop copies nothing; per-item
-        reads stacked in the collate copied every byte twice more (issue #47)."""
+        rows read from the file straight into one buffer per tensor, in the file's dtype. Inside a worker of
+        ``loader`` the buffers are the worker's reused shared-memory slots (``batch_slots``), so neither the
+        collate nor the hand-off copies the batch, and no batch pays for new pages; per-item reads stacked in
+        the collate copied every byte twice more (issue #47)."""
         pairs = [k if isinstance(k, tuple) else (0, k) for k in keys]
         index = np.array([i for _, i in pairs], dtype=np.int64)
-        if self._att is not None:
-            att, fc = torch.from_numpy(self._att[index]), torch.from_numpy(self._fc[index])
+        slots = self._worker_slots()
+        if slots is None:
+            batch = self.read_rows(torch.from_numpy(index))
         else:
             f = self._h5()
-            att, fc = batch_buffer(f["att"], len(index)), batch_buffer(f["fc"], len(index))
-            att_np, fc_np = att.numpy(), fc.numpy()
-            for j, r in enumerate(self.rows[index].tolist()):
-                f["att"].read_direct(att_np, np.s_[r], np.s_[j])
-                f["fc"].read_direct(fc_np, np.s_[r], np.s_[j])
-        batch = {"att": att, "fc": fc, "image_id": torch.from_numpy(self.image_ids[index]),
-                 "index": torch.from_numpy(index)}
+            batch, stamp = slots.claim({name: (f[name].shape[1:], torch_dtype(f[name])) for name in ("att", "fc")},
+                                       len(index))
+            self._read_into(batch, index)
+            slots.seal(stamp)
+            batch["slot"] = stamp
+        batch.update({"image_id": torch.from_numpy(self.image_ids[index]), "index": torch.from_numpy(index)})
         if self.labels is not None:
             batch["labels"] = torch.from_numpy(np.stack([self.captions(i, e) for e, i in pairs]).astype(np.int64))
         return batch
+
+    def read_rows(self, index: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The features of images ``index`` in this process's own memory: {"att", "fc"} in the file's dtype."""
+        index = index.numpy()
+        if self._att is not None:
+            return {"att": torch.from_numpy(self._att[index]), "fc": torch.from_numpy(self._fc[index])}
+        f = self._h5()
+        batch = {name: torch.empty((len(index), *f[name].shape[1:]), dtype=torch_dtype(f[name]))
+                 for name in ("att", "fc")}
+        self._read_into(batch, index)
+        return batch
+
+    def _read_into(self, batch: dict[str, torch.Tensor], index: np.ndarray) -> None:
+        f = self._h5()
+        att, fc = batch["att"].numpy(), batch["fc"].numpy()
+        for j, r in enumerate(self.rows[index].tolist()):
+            f["att"].read_direct(att, np.s_[r], np.s_[j])
+            f["fc"].read_direct(fc, np.s_[r], np.s_[j])
+
+    def _worker_slots(self) -> BatchSlots | None:
+        """This worker's slots when ``loader`` asked for them (``slotted``); None in the loop's process."""
+        if not self.slotted or self._att is not None or torch.utils.data.get_worker_info() is None:
+            return None
+        if self._slots is None or self._slots_pid != os.getpid():
+            self._slots, self._slots_pid = BatchSlots(), os.getpid()
+        return self._slots
 
     def captions(self, i: int, epoch: int = 0) -> np.ndarray:
         """[seq_per_img, T] word ids; an image with another count is sampled (seeded by seed, epoch, i)."""
@@ -137,14 +167,8 @@ class CaptionDataset(Dataset):
         return item
 
 
-def batch_buffer(dataset: h5py.Dataset, n: int) -> torch.Tensor:
-    """An empty [n, *row shape] tensor in ``dataset``'s dtype; in shared memory inside a DataLoader worker, as
-    torch's own default_collate allocates its batches there (the same private storage call)."""
-    shape, dtype = (n, *dataset.shape[1:]), torch.from_numpy(np.empty(0, dataset.dtype)).dtype
-    if torch.utils.data.get_worker_info() is None:
-        return torch.empty(shape, dtype=dtype)
-    storage = torch.empty(0, dtype=dtype)._typed_storage()._new_shared(math.prod(shape))
-    return torch.empty(0, dtype=dtype).set_(storage).view(shape)
+def torch_dtype(dataset: h5py.Dataset) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dataset.dtype)).dtype
 
 
 def collate(items: list[dict] | dict) -> dict:
@@ -225,15 +249,33 @@ def steps_per_epoch(n: int, batch_size: int) -> int:
     return math.ceil(n / batch_size)
 
 
+class CaptionLoader(DataLoader):
+    """A DataLoader whose workers read into reused slots (``batch_slots``): each batch is taken out of its slot
+    as it is handed to the loop, by ``pin_memory``'s copy on a GPU run, by a copy here otherwise
+    (``copies_out``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.copies_out = not self.pin_memory
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            yield take(batch, copied=not self.copies_out, read_again=self.dataset.read_rows)
+
+
 def loader(dataset: CaptionDataset, batches, num_workers: int = 0, device: torch.device | None = None,
            persistent: bool = False) -> DataLoader:
     """A DataLoader over given batches; its own generator keeps the global torch RNG untouched. For a CUDA
     ``device`` batches come in pinned memory (``on_device`` then copies without blocking); workers read
-    four batches ahead, and with ``persistent`` (batches a ``RunBatches``) they outlive each epoch."""
+    ``PREFETCH`` batches ahead into reused slots, and with ``persistent`` (batches a ``RunBatches``) they
+    outlive each epoch. ``dataset`` itself is left as it was (a copy of it uses the slots)."""
     pin = device is not None and device.type == "cuda"
-    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers, pin_memory=pin,
-                      prefetch_factor=4 if num_workers else None, persistent_workers=persistent and num_workers > 0,
-                      generator=torch.Generator().manual_seed(0))
+    if num_workers:
+        dataset = copy.copy(dataset)
+        dataset.slotted = True
+    return CaptionLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=num_workers,
+                         pin_memory=pin, prefetch_factor=PREFETCH if num_workers else None,
+                         persistent_workers=persistent and num_workers > 0, generator=torch.Generator().manual_seed(0))
 
 
 def on_device(batch: dict, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

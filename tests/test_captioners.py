@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import pickle
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 from capcore.errors import CapawareError
+from captioners.batch_slots import PREFETCH, BatchSlots, take
 from captioners.data import (
     CaptionDataset,
     EpochBatches,
@@ -512,7 +514,7 @@ def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs
     assert {int(p) for b in fresh for p in b["image_id"]}.isdisjoint(pids[0])  # a loader per epoch: new ones
 
 
-def test_a_batch_read_whole_equals_the_images_read_one_by_one_and_crosses_from_workers_in_shared_memory(synth, tmp_path):
+def test_a_batch_read_whole_equals_the_images_read_one_by_one(synth, tmp_path):
     root, _ = synth
     lab = read_labels(root / "prep" / "labels.h5")
     ds = CaptionDataset(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
@@ -521,9 +523,69 @@ def test_a_batch_read_whole_equals_the_images_read_one_by_one_and_crosses_from_w
     assert sorted(whole) == sorted(one_by_one)
     for name in whole:
         assert whole[name].dtype == one_by_one[name].dtype and torch.equal(whole[name], one_by_one[name]), name
-    batches = list(EpochBatches(len(ds), 4, seed=0, epoch=1))
-    for workers, shared in ((0, False), (2, True)):
-        got = list(loader(ds, batches, workers))
-        assert [b["att"].is_shared() for b in got] == [shared] * len(batches)
-        for b, keys in zip(got, batches):
-            assert torch.equal(b["att"], collate([ds[k] for k in keys])["att"])
+
+
+class SlotSpy(CaptionDataset):
+    """A dataset that says which buffer of which worker each batch was read into."""
+
+    def __getitems__(self, keys):
+        batch = super().__getitems__(keys)
+        where = batch["att"].untyped_storage().data_ptr() + batch["att"].storage_offset() * batch["att"].element_size()
+        batch["where"] = torch.tensor([os.getpid(), where])
+        return batch
+
+
+def test_loader_workers_reuse_a_few_shared_buffers_and_the_loop_owns_every_batch_it_is_handed(synth, tmp_path):
+    root, _ = synth
+    lab = read_labels(root / "prep" / "labels.h5")
+    ds = SlotSpy(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    run = RunBatches()
+    dl = loader(ds, run, num_workers=2, persistent=True)
+    held, epochs = [], []
+    for epoch in (1, 2, 3):  # 6 batches an epoch: 9 batches for each worker over the run
+        epochs.append(list(run.use(EpochBatches(len(ds), 2, seed=0, epoch=epoch))))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no batch needed reading again
+            held += list(dl)
+    assert not ds.slotted  # the loader's copy of the dataset uses slots; the caller's is as it was
+    keys = [k for batches in epochs for k in batches]
+    for b, k in zip(held, keys, strict=True):  # every batch the loop kept still holds what its images hold
+        assert not b["att"].is_shared() and "slot" not in b
+        assert torch.equal(b["att"], collate([ds[i] for i in k])["att"]) and torch.equal(b["fc"], ds.read_rows(b["index"])["fc"])
+    buffers = {}
+    for b in held:
+        pid, where = b["where"].tolist()
+        buffers.setdefault(pid, []).append(where)
+    assert len(buffers) == 2 and os.getpid() not in buffers
+    for used in buffers.values():  # each worker cycles through PREFETCH + 1 buffers
+        assert len(used) == 9 and len(set(used)) == PREFETCH + 1
+        assert used == [used[i % (PREFETCH + 1)] for i in range(9)]
+
+
+def test_a_batch_whose_slot_is_written_again_before_it_is_taken_is_read_again_with_a_warning():
+    slots = BatchSlots(count=2)
+    rows = {"att": ((3,), torch.float16)}
+    view, stamp = slots.claim(rows, 2)
+    view["att"].fill_(1)
+    slots.seal(stamp)
+    batch = {"att": view["att"], "index": torch.tensor([4, 5]), "slot": stamp}
+    again = []
+
+    def read_again(index):
+        again.append(index.tolist())
+        return {"att": torch.ones(2, 3, dtype=torch.float16)}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        intact = take(dict(batch), copied=False, read_again=read_again)  # not written again: copied out, no re-read
+    view["att"].fill_(3)  # the slot changes after the take; what the loop holds does not
+    assert torch.equal(intact["att"], torch.ones(2, 3, dtype=torch.float16)) and again == [] and "slot" not in intact
+    for _ in range(2):  # the ring comes round: slot 0 holds a newer batch
+        newer, s = slots.claim(rows, 2)
+        newer["att"].fill_(7)
+        slots.seal(s)
+    with pytest.warns(RuntimeWarning, match="read again"):
+        got = take(dict(batch), copied=False, read_again=read_again)
+    assert again == [[4, 5]] and torch.equal(got["att"], torch.ones(2, 3, dtype=torch.float16))
+    partly, s = slots.claim(rows, 2)  # a slot being written (stamp -1) is not intact either
+    assert not s.intact() and s.names == ("att",)
