@@ -260,7 +260,10 @@ class CaptionLoader(DataLoader):
 
     def __iter__(self):
         for batch in super().__iter__():
-            yield take(batch, copied=not self.copies_out, read_again=self.dataset.read_rows)
+            yield take(batch, copied=not self.copies_out, read_again=self.read_again)
+
+    def read_again(self, index: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.dataset.read_rows(index)  # only a slotted CaptionDataset's batches are ever read again
 
 
 def loader(dataset: CaptionDataset, batches, num_workers: int = 0, device: torch.device | None = None,
