@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = collect(a.images)
     captioner = ImageCaptioner.load(a.model, a.device, a.precision)
+    if captioner.file.provenance.get("synthetic_data"):
+        print(f"note: this model learned from {captioner.file.provenance['synthetic_data']}", file=sys.stderr)
     ids = dict(zip(map(str, paths), folder_ids(paths).tolist()))
     done, skipped = [], []
     start = time.perf_counter()

@@ -100,6 +100,16 @@ def scores_of(run_dir: Path) -> dict:
     return found
 
 
+def trained_on(images) -> dict:
+    """{"synthetic_data": what it is} when the captions the features came from are a synthetic set that says so
+    (the embedded default's json does): ``capaware caption`` then tells its user what the model can name."""
+    try:
+        note = json.loads(Path(str(images)).read_text()).get("synthetic")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {"synthetic_data": str(note)} if note else {}
+
+
 def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> Path:
     """Write ``out`` (one file) from a captioner run; returns its path."""
     path = best_checkpoint(run)
@@ -115,7 +125,7 @@ def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> P
                   "checkpoint": str(path.resolve()), "checkpoint_sha256": file_sha256(path),
                   "backbone_sha256": digest, "features": {k: attrs[k] for k in FEATURE_KEYS if k in attrs},
                   "val_cider": float(ckpt.get("val_cider", float("nan"))), "epoch": int(ckpt.get("epoch", -1)),
-                  "scores": scores_of(path.parent)}
+                  "scores": scores_of(path.parent), **trained_on(attrs.get("images"))}
     decoding = {"method": "beam" if beam_size > 1 else "greedy", "beam_size": int(beam_size),
                 "max_length": int(card.max_length)}
     model = ModelFile(backbone, prep, ckpt["model"], card, decoding, provenance)

@@ -66,11 +66,30 @@ def write_model_file(path: str | Path, model: ModelFile) -> Path:
     return path
 
 
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def is_text(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(512)
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start >= len(head) - 3  # a character cut at the 512th byte is still text
+    return b"\x00" not in head
+
+
 def read_model_file(path: str | Path) -> ModelFile:
     """The file, checked: a missing, truncated, foreign or other-version file is one CapawareError."""
     path = Path(path)
     if not path.is_file():
         raise CapawareError(path, "model file not found", REEXPORT)
+    with path.open("rb") as f:
+        head = f.read(4)
+    if head != ZIP_MAGIC:  # torch archives are zip files: anything else was never one, so it is not cut off
+        what = "an empty file" if not head else "text" if is_text(path) else f"a file starting {head!r}"
+        raise CapawareError(path, f"not a capaware model file ({what}, not a torch archive)",
+                            "pass the .capaware file that capaware export writes")
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a cut-off zip, or not a torch archive at all

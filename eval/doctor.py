@@ -13,9 +13,11 @@ resnet101), its real data folders and image lists, and the disk its feature file
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from capcore.errors import CapawareError
 from eval import captions_java as jv
@@ -129,6 +131,14 @@ def check_config(path: str) -> list[Check]:
     checks += [Check("inputs", "MISSING", f"{p.where}: {p.problem}", p.fix) for p in problems]
     if not problems:
         checks.append(Check("inputs", "ok", f"the data folders, image lists and disk {path} needs"))
+    uncounted = [c for c in features if preflight.uncounted(c, cfg.run_dir)]
+    if uncounted:  # the disk is checked against the image lists' counts; until they are in, say what it will take
+        per = sum(preflight.feature_bytes(c, 100_000) for c in uncounted)
+        where = preflight.existing_parent(Path(uncounted[0].out))
+        lists = ", ".join(dict.fromkeys(str(c.images.karpathy) for c in uncounted))
+        checks.append(Check("disk", "warn", f"{len(uncounted)} feature file(s) will take up to {per / 1e9:.0f} GB per "
+                            f"100,000 images ({shutil.disk_usage(where).free / 1e9:.0f} GB free under {where}); "
+                            f"checked exactly once {lists} is there", required=False))
     return checks
 
 
@@ -149,11 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         checks.append(Check("config", "MISSING", f"{err.where}: {err.problem}", err.fix or ""))
     width = max(len(c.name) for c in checks)
     for c in checks:
-        print(f"{c.status:7s} {c.name:{width}s}  {c.detail}")
+        optional = " (optional)" if c.status == "MISSING" and not c.required else ""
+        print(f"{c.status:7s} {c.name:{width}s}  {c.detail}{optional}")
         if c.fix and c.status != "ok":
             print(f"{'':7s} {'':{width}s}  fix: {c.fix}")
     failed = list(dict.fromkeys(c.name for c in checks if c.required and c.status == "MISSING"))
-    print("doctor: " + (f"missing required: {', '.join(failed)}" if failed else "all required checks passed"))
+    optional = list(dict.fromkeys(c.name for c in checks if not c.required and c.status == "MISSING"))
+    print("doctor: " + (f"missing required: {', '.join(failed)}" if failed else "all required checks passed")
+          + (f"; missing optional: {', '.join(optional)} (the pipeline runs without them)" if optional else ""))
     return 1 if failed else 0
 
 

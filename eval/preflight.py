@@ -100,6 +100,19 @@ def karpathy_images(path: str | Path, splits: list[str]) -> int | None:
     return sum(1 for im in images if not splits or im.get("split") in splits)
 
 
+def uncounted(cfg, run_dir: str) -> bool:
+    """Whether a features config reads a Karpathy json that is not here yet (so its disk cannot be counted);
+    one the data stage writes inside the run is counted when it is written."""
+    json_path = cfg.images.karpathy
+    return bool(json_path) and not inside(json_path, run_dir) and karpathy_images(json_path, []) is None
+
+
+def existing_parent(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent
+    return path
+
+
 def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
     """Real image lists and the disk the files of ``feature_extract.config`` configs need."""
     out, need = [], {}
@@ -117,9 +130,7 @@ def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
             need[c.out] = (max(feature_bytes(c, n) - done, 0), n)
     if need:
         total = sum(b for b, _ in need.values())
-        where = Path(next(iter(need))).parent
-        while not where.exists():
-            where = where.parent
+        where = existing_parent(Path(next(iter(need))).parent)
         free = shutil.disk_usage(where).free
         if total > free:
             images = max(n for _, n in need.values())

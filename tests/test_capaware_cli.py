@@ -82,6 +82,9 @@ def test_export_is_one_self_describing_file(trained, model_file):
         (trained[0] / "run" / "captioners" / name).mkdir()
         torch.save({"val_cider": score}, trained[0] / "run" / "captioners" / name / "best.pt")
     assert best_checkpoint(trained[0] / "run") == trained[0] / "run" / "captioners" / "b" / "best.pt"
+    from capaware.export import trained_on  # real captions carry no note; nor does a json that is not there
+    (trained[0] / "real.json").write_text(json.dumps({"images": [], "dataset": "coco"}))
+    assert trained_on(trained[0] / "real.json") == {} and trained_on(trained[0] / "nowhere.json") == {}
 
 
 def test_caption_gives_decodes_captions_from_the_same_features(trained, model_file, tmp_path, capsys):
@@ -110,8 +113,12 @@ def test_caption_gives_decodes_captions_from_the_same_features(trained, model_fi
     capsys.readouterr()
     assert cli_main(["caption", "--model", str(model_file), *map(str, (tests[i] for i in ids)), "--out", str(out),
                      "--batch-size", "4", "--no-progress"]) == 0
-    lines = [ln.split("\t") for ln in capsys.readouterr().out.strip().splitlines()]
+    printed = capsys.readouterr()
+    lines = [ln.split("\t") for ln in printed.out.strip().splitlines()]
     assert [(Path(p), c) for p, c in lines] == [(tests[i], expected[i]) for i in ids]
+    from capdata.synthetic.drawing import SHAPES_WORLD  # trained on the embedded default: the user is told so
+    assert f"note: this model learned from {SHAPES_WORLD}" in printed.err.splitlines()
+    assert read_model_file(model_file).provenance["synthetic_data"] == SHAPES_WORLD
     rows = json.loads(out.read_text())
     # ids from the file names' trailing digits (COCO_val2014_000000391895.jpg -> 391895)
     assert [(r["image_id"], r["caption"]) for r in rows] == [(int(tests[i].stem.split("_")[-1]), expected[i]) for i in ids]
@@ -188,6 +195,12 @@ def test_truncated_foreign_and_other_version_model_files_are_refused(trained, mo
         read_model_file(cut)
     with pytest.raises(CapawareError, match="not a capaware model file"):
         read_model_file(trained[1] / "best.pt")
+    notes = tmp_path / "notes.capaware"
+    notes.write_text("model: the one from the demo\n")  # a text file given as --model: not called damaged
+    for bad, what in ((notes, r"\(text, not a torch archive\)"), (tmp_path / "cut.capaware", "truncated")):
+        with pytest.raises(CapawareError, match=what) as err:
+            read_model_file(bad)
+        assert ("truncated" in err.value.problem) == (bad == cut)
     raw = torch.load(model_file, weights_only=True)
     raw["version"] = 99
     torch.save(raw, tmp_path / "future.capaware")

@@ -109,6 +109,29 @@ def test_doctor_checks_every_architecture_a_pipeline_config_loads(tmp_path):
     assert out.returncode == 1
     missing = [ln.split()[2] for ln in out.stdout.splitlines() if ln.startswith("MISSING ImageNet")]
     assert missing == ["resnet34", "resnet101"], out.stdout  # pose and layout use resnet34, captions resnet101
+    disk = [ln for ln in out.stdout.splitlines() if ln.startswith("warn    disk")]  # COCO's json is not here
+    assert len(disk) == 1 and "per 100,000 images" in disk[0] and "data/coco/dataset_coco.json is there" in disk[0]
+    per = sum(preflight.feature_bytes(c, 100_000) for c in (
+        load_features_config(f"configs/paper/coco_features_{k}.yaml") for k in ("imagenet", "cap")))
+    assert f"take up to {per / 1e9:.0f} GB" in disk[0], out.stdout
+    assert out.stdout.splitlines()[-1].startswith("doctor: missing required: ImageNet resnet34")
+
+
+def test_doctor_names_the_optional_checks_it_misses(capsys, monkeypatch):
+    from eval import doctor
+
+    monkeypatch.setattr(doctor, "check_java", lambda: doctor.Check("java", "ok", "java 17"))
+    monkeypatch.setattr(doctor, "check_ptb", lambda: doctor.Check("PTB tokenizer", "ok", "jar"))
+    monkeypatch.setattr(doctor, "check_spice", lambda _: doctor.Check("SPICE models", "MISSING", "no CoreNLP",
+                                                                       "run get_stanford_models", required=False))
+    monkeypatch.setattr(doctor, "check_torch", lambda: [doctor.Check("torch", "ok", "2.14")])
+    monkeypatch.setattr(doctor, "check_weights", lambda arch: doctor.Check(f"ImageNet {arch}", "MISSING", "no file",
+                                                                         "put it there", required=False))
+    assert doctor.main(["--quick"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.endswith("(optional)") for ln in lines if ln.startswith("MISSING")] == [True, True]
+    assert lines[-1] == ("doctor: all required checks passed; missing optional: SPICE models, ImageNet resnet101 "
+                         "(the pipeline runs without them)")
 
 
 def test_make_demo_without_java_stops_before_installing_anything(tmp_path):

@@ -250,6 +250,22 @@ def test_tsne_keeps_the_label_structure_of_the_log_ratio_embedding(report):
     assert ratios[1] < 0.6 < ratios[0], ratios
 
 
+def test_map_titles_stay_over_their_own_panels():
+    from eval.reporting.figures import draw_maps
+
+    xy = np.random.default_rng(0).standard_normal((20, 2))
+    long = "log-ratio + dense triplet mining, caption labels by WMD (128-D)\nneighbour label ratio 0.53"
+    fig = draw_maps([("Untrained ResNet-10 (128-D)\nneighbour label ratio 0.98", xy), (long, xy), (long, xy)], None, "")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    panels = [ax.get_window_extent(renderer) for ax in fig.axes]
+    gap = (panels[1].x0 - panels[0].x1) / 2  # half the space between two panels
+    for title, panel in zip(boxes, panels):  # the pose t-SNE's titles ran into each other (issue #48)
+        assert panel.x0 - gap <= title.x0 and title.x1 <= panel.x1 + gap, (title, panel)
+    assert all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
 def test_caption_examples_are_the_largest_cap_img_differences(report):
     html = (report[1] / "index.html").read_text()
     assert re.findall(r"<h3>Image (\d+)", html) == ["102", "104", "105", "103"]

@@ -114,6 +114,22 @@ def test_unavailable_custom_mixed_decoding_and_duplicates_are_noted(tmp_path, fe
     assert "Top-Down / Img / XE appears more than once" in text and "Custom:" in text
 
 
+def test_scored_runs_beside_the_tabled_ones_are_named_not_dropped_silently(tmp_path, feats, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "run" / "captioners"
+    tabled = [write_run(runs / f"{k}_topdown", "topdown", feats[k], 1.0) for k in ("img", "cap")]
+    (runs / "unscored").mkdir()  # no metrics: nothing to table
+    left_out = lambda notes: [n for n in notes if n.startswith("not in this table")]  # noqa: E731
+    assert left_out(build_table(tabled)[1]) == []
+    write_run(runs / "img_transformer", "transformer", feats["img"], 0.9)  # another pipeline config's run
+    write_run(runs / "cap_transformer", "transformer", feats["cap"], 0.9)
+    assert left_out(build_table(tabled)[1]) == ["not in this table: 2 other scored run(s) in run/captioners (cap_transformer, img_transformer), "
+                     "from another pipeline config; python -m eval.reporting.results_table run/captioners/*/metrics_*.json --out DIR "
+                     "tables them all"]
+    rows, notes = build_table(sorted(runs.glob("*/metrics_*.json")))  # the note's command tables every scored run
+    assert len(rows) == 4 and left_out(notes) == []
+
+
 def test_an_older_meta_without_core_uses_the_config_next_to_the_checkpoint(tmp_path, feats):
     run = write_run(tmp_path / "run", "ignored", feats["cap"], 1.0, meta_core=False)
     (run / "config.yaml").write_text("name: x\nmodel:\n  core: topdown\n")

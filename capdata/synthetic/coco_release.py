@@ -25,7 +25,7 @@ import yaml
 from tqdm import tqdm
 
 from capcore.errors import run_cli
-from capdata.synthetic.drawing import check_args, item_rng, save_image, write_json
+from capdata.synthetic.drawing import SHAPES_WORLD, check_args, item_rng, save_image, write_json
 from capdata.synthetic.shapes_captions import N_CAPTIONS, make_captions, render_scene, sample_scene, split_sizes
 
 PIPELINE = Path(__file__).resolve().parents[2] / "configs" / "paper" / "pipeline_coco.yaml"
@@ -93,7 +93,7 @@ def generate_coco_release(out: str | Path, n_train: int = 40, n_val: int = 8, n_
     coco = out / "coco"
     entries = write_images(coco, n_train, n_val, n_test, seed, size)
     write_weights(out / "torch" / "hub" / "checkpoints" / WEIGHTS, seed)
-    write_json(coco / "dataset_coco.json", {"images": entries, "dataset": "coco"})
+    write_json(coco / "dataset_coco.json", {"images": entries, "dataset": "coco", "synthetic": SHAPES_WORLD})
     config = out / "pipeline_coco_rehearsal.yaml"
     config.write_text("# configs/paper/pipeline_coco.yaml on the rehearsal tree (capdata/synthetic/coco_release.py)\n"
                       + yaml.safe_dump(rehearsal_pipeline(out, coco), sort_keys=False, width=1000))

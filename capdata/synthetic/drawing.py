@@ -60,6 +60,10 @@ def write_bytes(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+SHAPES_WORLD = ("capaware's synthetic shapes world (the embedded default: coloured shapes on textures); a captioner "
+                "trained on it names shapes and colours, not what a photograph shows")
+
+
 def write_json(path: Path, obj) -> None:
     """Compact, key order as built: the same object gives the same bytes."""
     write_bytes(path, (json.dumps(obj, separators=(",", ":"), ensure_ascii=True) + "\n").encode("ascii"))

@@ -44,6 +44,7 @@ from PIL import Image, ImageDraw
 from tqdm import tqdm
 
 from capdata.synthetic.drawing import (
+    SHAPES_WORLD,
     SUPERSAMPLE,
     check_args,
     downsample,
@@ -386,5 +387,5 @@ def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None =
                        "objects": scene_objects(scene)})
     write_word_vectors(out / VECTORS_FILE)  # before the json: the annotation file is written last
     path = out / "dataset_coco.json"
-    write_json(path, {"images": images, "dataset": "coco"})
+    write_json(path, {"images": images, "dataset": "coco", "synthetic": SHAPES_WORLD})
     return path

@@ -104,16 +104,28 @@ def neighbour_ratio(points: np.ndarray, labels: np.ndarray, k: int = 10) -> floa
 
 def plot_maps(maps: list[tuple[str, np.ndarray]], colour: np.ndarray | None, colour_name: str, path: Path) -> None:
     plt = _plt()
-    fig, axes = plt.subplots(1, len(maps), figsize=(5.4 * len(maps), 5.0), squeeze=False)
+    fig = draw_maps(maps, colour, colour_name)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
+TITLE_CHARS = 52  # a panel 5.4 inches wide holds about this many characters of 10-point title
+
+
+def draw_maps(maps: list[tuple[str, np.ndarray]], colour: np.ndarray | None, colour_name: str):
+    """Side-by-side 2-D maps; each title wrapped to its panel's width, so long row names never run into the
+    next panel's title."""
+    import textwrap
+
+    fig, axes = _plt().subplots(1, len(maps), figsize=(5.4 * len(maps), 5.0), squeeze=False)
     for ax, (title, xy) in zip(axes[0], maps):
-        sc = ax.scatter(xy[:, 0], xy[:, 1], c=colour if colour is not None else "#4a78b5", cmap="viridis", s=9,
-                        linewidths=0)
-        ax.set_title(title, fontsize=10)
+        sc = ax.scatter(xy[:, 0], xy[:, 1], s=9, linewidths=0,
+                        **(dict(c=colour, cmap="viridis") if colour is not None else dict(c="#4a78b5")))
+        ax.set_title("\n".join(textwrap.fill(line, TITLE_CHARS) for line in title.split("\n")), fontsize=10)
         ax.set_xticks([]), ax.set_yticks([])
     if colour is not None:
         fig.colorbar(sc, ax=list(axes[0]), shrink=0.8, label=colour_name)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
+    return fig
 
 
 def thumbnail(src: Path, dest: Path, size: int = 220) -> None:

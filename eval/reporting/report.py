@@ -302,7 +302,7 @@ def _tsne_maps(ctx: Context, sec: Section, rows, lr_emb, first: np.ndarray, labe
         title = f"{name} ({both.shape[1]}-D)"
         if ratio is not None:
             ratios.append(f"{esc(name)} <b data-ratio=\"{ratio:.3f}\">{ratio:.2f}</b>")
-            title += f"; neighbour label ratio {ratio:.2f}"
+            title += f"\nneighbour label ratio {ratio:.2f}"
         maps.append((title, xy))
         sources.append(code(ctx.shown(path)))
     return maps, sources, ratios

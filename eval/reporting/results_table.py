@@ -242,7 +242,25 @@ def to_csv(rows: list[dict]) -> str:
 def build_table(runs: list[str | Path]) -> tuple[list[dict], list[str]]:
     files = list(dict.fromkeys(p.resolve() for run in runs for p in metrics_files(run)))
     rows = sort_rows([read_row(p) for p in files])
-    return rows, notes_of(rows)
+    return rows, notes_of(rows) + untabled_siblings(runs)
+
+
+def untabled_siblings(runs: list[str | Path]) -> list[str]:
+    """A note naming scored captioner runs beside the tabled ones that this table leaves out: a pipeline tables
+    its own config's captioners, so another config's runs in the same run folder (the demo's Transformer ones
+    after `make demo`) would otherwise vanish from the table without a word."""
+    folders = [Path(r).resolve() for r in runs if Path(r).is_dir()]
+    parents = {f.parent for f in folders}
+    if len(parents) != 1:
+        return []
+    parent = parents.pop()
+    others = sorted(d.name for d in parent.iterdir()
+                    if d.is_dir() and d not in folders and any(d.glob("metrics_*.json")))
+    if not others:
+        return []
+    return [f"not in this table: {len(others)} other scored run(s) in {_shown(parent)} ({', '.join(others)}), "
+            f"from another pipeline config; python -m eval.reporting.results_table {_shown(parent)}/*/metrics_*.json --out DIR "
+            "tables them all"]
 
 
 def write_table(runs: list[str | Path], out_dir: str | Path, command: str = "") -> str:
