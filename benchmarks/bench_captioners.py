@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from capcore.cpu_isa import cpu_line  # noqa: E402
-from captioners.config import core_args, load_captioner_config  # noqa: E402
+from captioners.config import load_captioner_config  # noqa: E402
+from captioners.core_registry import core_args  # noqa: E402
 from captioners.decoding import beam_search, greedy  # noqa: E402
 from captioners.model import Captioner, xe_loss  # noqa: E402
 

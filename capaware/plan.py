@@ -241,7 +241,8 @@ class Planner:
 
     # -- stage three --------------------------------------------------------------------------------------
     def captioners(self, stage: str) -> StagePlan:
-        from captioners.config import core_args, load_captioner_config
+        from captioners.config import load_captioner_config
+        from captioners.core_registry import core_args
         from rl.config import load_scst_config
 
         def runs_of(entries, load):

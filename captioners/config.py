@@ -12,6 +12,7 @@ from typing import Optional
 
 from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_schema
 from capcore.fingerprint import added_later, bookkeeping
+from captioners.core_registry import CORES
 
 
 @dataclass
@@ -42,6 +43,8 @@ class CapModelConfig:
     layers: int = added_later(default=2)  # the Transformer: encoder layers, and as many decoder layers
     heads: int = added_later(default=4)  # the Transformer: attention heads (rnn_size must divide by them)
     ff_size: int = added_later(default=512)  # the Transformer: hidden units of each feed-forward sublayer
+    core_args: dict[str, float] = added_later(default_factory=dict)  # settings of the core's own, which its
+    # registry entry names with defaults (captioners/core_registry.py); a user's core needs no field here
 
 
 @dataclass
@@ -99,9 +102,6 @@ class CaptionerConfig(RunConfig):
     val: CapValConfig = field(default_factory=CapValConfig)
 
 
-CORE_NAMES = ("att2all2", "topdown", "transformer")
-"""The names of ``captioners.cores.CORE_CLASSES`` (a test holds the two equal): loading a config imports no torch."""
-TRANSFORMER_ARGS = ("layers", "heads", "ff_size")
 CLIP_MODES = ("value", "norm", "none")
 
 
@@ -109,15 +109,14 @@ def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) ->
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
     cfg = load_schema(path, overrides, schema=CaptionerConfig)
     c = ConfigChecks(path, overrides)
-    c.choice("model.core", cfg.model.core, CORE_NAMES)
-    if cfg.model.core == "transformer":
-        for key in TRANSFORMER_ARGS:
-            c.at_least(f"model.{key}", cfg.model[key], 1)
-        c.need(cfg.model.rnn_size % max(cfg.model.heads, 1) == 0, "model.heads",
-               f"{cfg.model.rnn_size} channels (model.rnn_size) do not split into {cfg.model.heads} heads",
-               "set model.heads to a divisor of model.rnn_size")
-        c.need(cfg.data.max_length < 64, "data.max_length", "the Transformer knows 64 word positions",
-               "set data.max_length <= 63")
+    c.choice("model.core", cfg.model.core, tuple(CORES))
+    if cfg.model.core in CORES:
+        entry = CORES[cfg.model.core]
+        for key in cfg.model.core_args:
+            c.need(key in entry.args, f"model.core_args.{key}", f"is not a setting of the {entry.name} core",
+                   f"its settings: {', '.join(entry.args) or 'none'}")
+        if entry.check is not None:
+            entry.check(cfg, c)
     check_loop(cfg, c)
     for key in ("data.seq_per_img", "data.max_length", "model.rnn_size", "model.input_encoding_size",
                 "model.att_hid_size"):
@@ -143,9 +142,6 @@ def check_loop(cfg, c: ConfigChecks) -> None:
     c.need(len(t.betas) == 2, "train.betas", "must be two numbers", "e.g. [0.9, 0.999]")
 
 
-def core_args(model: CapModelConfig) -> dict:
-    """The settings of the core's own that ``captioners.model.Captioner`` passes on (none for the LSTMs)."""
-    return {key: model[key] for key in TRANSFORMER_ARGS} if model.core == "transformer" else {}
 
 
 def features_path(data: CapDataConfig) -> Path:

@@ -1,6 +1,6 @@
 """Captioner cores: what turns the words so far and the image into the next word's features. The
 captioner (captioners/model.py) and every decoder (captioners/decoding.py) are shared; Att2all2, Top-Down
-and the Transformer (captioners/transformer_core.py) differ only here, and ``CORE_CLASSES`` names them.
+and the Transformer (captioners/transformer_core.py) differ only here; ``captioners.core_registry`` names them.
 
 A core's interface, which is all the captioner and the decoders know of it::
 
@@ -13,7 +13,10 @@ A core's interface, which is all the captioner and the decoders know of it::
     core.select_state(state, rows) -> state              the state of batch rows ``rows`` (a LongTensor):
                                                          beam search reorders and expands the batch with it
     core(xt [N, E], enc: Encoded, state) -> (output [N, H], state, alpha [N, L])   one word
-    core.teacher_forced(x [N, T, E], enc) -> output [N, T, H]   optional: every step at once (causal)
+    core.teacher_forced(x [N, T, E], enc) -> output [N, T, H]   every step at once (causal), where the class
+                                         says ``steps_at_once``
+
+Every core is a ``captioners.core_base.CaptionCore``; ``captioners.core_registry`` names them.
 
 So a decoder never looks inside a state. An LSTM core's state is ``(h, c)`` of ``[layers, N, H]``; the
 Transformer's is what each of its layers has seen so far.
@@ -24,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from captioners.transformer_core import TransformerCore
+from captioners.core_base import CaptionCore
 
 
 class AdditiveAttention(nn.Module):
@@ -44,16 +47,12 @@ class AdditiveAttention(nn.Module):
         return torch.bmm(alpha.unsqueeze(1), att).squeeze(1), alpha
 
 
-class LSTMCore(nn.Module):
+class LSTMCore(CaptionCore):
     """What the LSTM cores share: the state ``(h, c)`` of ``[layers, N, H]`` tensors, batch in dim 1."""
 
     layers: int
-    uses_fc: bool
     uses_p_att = True
     rnn_size: int
-
-    def encode_grid(self, att: torch.Tensor) -> torch.Tensor:
-        return att
 
     def init_state(self, n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         zeros = like.new_zeros(self.layers, n, self.rnn_size)
@@ -115,6 +114,3 @@ class TopDownCore(LSTMCore):
         state = (torch.stack([h_att, h_lang]), torch.stack([c_att, c_lang]))
         return self.dropout(h_lang), state, alpha
 
-
-CORE_CLASSES = {"att2all2": Att2all2Core, "topdown": TopDownCore, "transformer": TransformerCore}
-"""``model.core`` -> its class; ``captioners.config.CORE_NAMES`` lists the same names without importing torch."""

@@ -18,7 +18,7 @@ from torch import nn
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
 from captioners.card import CaptionerCard
-from captioners.cores import CORE_CLASSES
+from captioners.core_registry import core_entry
 
 
 @dataclass
@@ -60,9 +60,8 @@ class Captioner(nn.Module):
                 self.register_buffer(f"{name}_mean", torch.zeros(size))
                 self.register_buffer(f"{name}_std", torch.ones(size))
         self.vocab_size, self.rnn_size = vocab_size, rnn_size
-        if core not in CORE_CLASSES:
-            raise CapawareError("model.core", f"unknown core {core!r}", f"use one of {', '.join(CORE_CLASSES)}")
-        self.core = CORE_CLASSES[core](input_encoding_size, rnn_size, att_hid_size, drop_prob_lm, **(core_args or {}))
+        self.core = core_entry(core).core_class()(input_encoding_size, rnn_size, att_hid_size, drop_prob_lm,
+                                                  **(core_args or {}))
         self.embed = nn.Sequential(nn.Embedding(vocab_size + 1, input_encoding_size), nn.ReLU(),
                                    nn.Dropout(drop_prob_lm))
         self.fc_embed = (nn.Sequential(nn.Linear(fc_feat_size, rnn_size), nn.ReLU(), nn.Dropout(drop_prob_lm))
@@ -115,7 +114,7 @@ class Captioner(nn.Module):
         B, K, T = seq.shape
         seq = seq.reshape(B * K, T)
         enc = self.encode(fc, att).repeat(K)
-        if ss_prob == 0.0 and hasattr(self.core, "teacher_forced"):  # every step at once (the Transformer)
+        if ss_prob == 0.0 and self.core.steps_at_once:  # every step at once (the Transformer)
             words = torch.cat([seq.new_zeros(B * K, 1), seq], dim=1)  # BOS, then each word as the next input
             return F.log_softmax(self.logit(self.core.teacher_forced(self.embed(words), enc)), dim=-1)
         state = self.init_state(B * K)

@@ -25,7 +25,8 @@ from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.fingerprint import run_fingerprint
 from captioners.card import CaptionerCard
-from captioners.config import CaptionerConfig, core_args, features_path, load_captioner_config
+from captioners.config import CaptionerConfig, features_path, load_captioner_config
+from captioners.core_registry import core_args
 from captioners.data import CaptionDataset, on_device
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from captioners.core_base import CaptionCore
+
 
 def sinusoid(length: int, size: int) -> torch.Tensor:
     """[length, size] positional encodings: sin on even channels, cos on odd ones, wavelengths up to 1e4."""
@@ -76,12 +78,13 @@ class DecoderLayer(nn.Module):
         return x + self.dropout(self.ff(self.norms[2](x))), alpha
 
 
-class TransformerCore(nn.Module):
+class TransformerCore(CaptionCore):
     """The core of ``model.core: transformer`` (module docstring); ``att_hid_size`` is accepted for the shared
     constructor and unused (it sizes the LSTMs' additive attention)."""
 
     uses_fc = False
     uses_p_att = False
+    steps_at_once = True
 
     def __init__(self, input_encoding_size: int, rnn_size: int, att_hid_size: int, drop_prob_lm: float,
                  layers: int = 2, heads: int = 4, ff_size: int = 512, max_positions: int = 64):

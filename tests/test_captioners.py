@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from capcore.errors import CapawareError
+from tests.pipeline_helpers import ROOT
 from captioners.batch_slots import PREFETCH, BatchSlots, take
 from captioners.data import (
     CaptionDataset,
@@ -25,6 +26,7 @@ from captioners.data import (
     loader,
     on_device,
 )
+from captioners.config import load_captioner_config
 from captioners.decoding import (
     beam_search,
     decode,
@@ -263,11 +265,44 @@ def test_transformer_steps_one_word_at_a_time_as_its_teacher_forced_pass_compute
     torch.testing.assert_close(alpha, want_alpha, rtol=1e-5, atol=1e-6)
 
 
-def test_core_names_are_the_core_classes():
-    from captioners.config import CORE_NAMES
-    from captioners.cores import CORE_CLASSES
+def test_the_core_list_is_written_once_in_the_product():
+    """Only captioners/core_registry.py names the cores together: every other list derives from its table."""
+    import ast
 
-    assert CORE_NAMES == tuple(CORE_CLASSES)
+    names = {"att2all2", "topdown", "transformer"}
+    together = []
+    product = ("capaware", "capcore", "capdata", "captioners", "embedder", "feature_extract", "rl", "eval")
+    for path in [p for package in product for p in sorted(ROOT.glob(f"{package}/**/*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                items = node.keys if isinstance(node, ast.Dict) else node.elts
+                found = {k.value for k in items if isinstance(k, ast.Constant) and k.value in names}
+                if len(found) >= 2:
+                    together.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert together == [], together
+    from captioners.core_registry import CORES
+
+    assert set(CORES) >= names and all(e.core_class().__name__ for e in CORES.values())
+
+
+def test_a_registered_core_is_checked_built_and_tabled_with_no_other_edit(tmp_path):
+    from captioners.core_registry import CORES, register_core
+    from eval.reporting.results_table import display_name, sort_rows
+
+    register_core("toy_topdown", "captioners.cores:TopDownCore", display="Toy Top-Down")
+    try:
+        cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", ["model.core=toy_topdown"])
+        model = Captioner(cfg.model.core, 6, 8, 8, 8, 16, 8, 0.0)
+        assert type(model.core).__name__ == "TopDownCore" and display_name("toy_topdown") == "Toy Top-Down"
+        rows = [{"core": c, "features": "Img", "training": "XE"} for c in ("toy_topdown", "topdown", "att2all2")]
+        assert [r["core"] for r in sort_rows(rows)] == ["att2all2", "topdown", "toy_topdown"]  # registration order
+        with pytest.raises(CapawareError, match="model.core_args.depth: is not a setting of the toy_topdown core"):
+            load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", ["model.core=toy_topdown",
+                                                                            "model.core_args.depth=2"])
+    finally:
+        del CORES["toy_topdown"]
+    with pytest.raises(CapawareError, match="unknown core 'toy_topdown'"):
+        Captioner("toy_topdown", 6, 8, 8, 8, 16, 8, 0.0)
 
 
 @pytest.mark.skipif(bool(os.environ.get("ATEN_CPU_CAPABILITY")),

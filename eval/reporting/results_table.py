@@ -40,12 +40,12 @@ import h5py
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
+from captioners.core_registry import CORES, display_name
 from feature_extract.row_labels import label_of
 
 COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
 DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
-MODEL_NAMES = {"att2all2": "Att2all2", "topdown": "Top-Down", "transformer": "Transformer"}
-ORDER = {"model": list(MODEL_NAMES), "features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
+ORDER = {"features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
          "training": ["XE", "RL"]}
 STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.predict, then eval.score_captions)"
 
@@ -123,7 +123,7 @@ def read_row(metrics_file: Path) -> dict:
     method, beam = meta.get("method", "?"), int(meta.get("beam_size") or 1)
     decoding = f"beam {beam}" if method == "beam" and beam > 1 else "greedy" if method in ("beam", "greedy") \
         else method
-    row = {"model": MODEL_NAMES.get(core, core), "core": core, "features": label, "training": stage}
+    row = {"model": display_name(core), "core": core, "features": label, "training": stage}
     row.update({col: _number(values.get(name)) for col, name in COLUMNS.items()})
     row.update(read_grounding(metrics_file, report.get("split")))
     row["E"] = _number((report.get("discriminativeness") or {}).get("bad_endings"))
@@ -162,7 +162,7 @@ def _shown(path: Path) -> str:
 
 def sort_rows(rows: list[dict]) -> list[dict]:
     def rank(key: str, value: str) -> tuple[int, str]:
-        order = ORDER[key]
+        order = list(CORES) if key == "model" else ORDER[key]  # cores in their registration order
         return (order.index(value), "") if value in order else (len(order), value)
 
     return sorted(rows, key=lambda r: (rank("model", r["core"]), rank("features", r["features"]),
