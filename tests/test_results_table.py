@@ -2,6 +2,7 @@
 attributes stage two writes). Row labels must come from the files, not from folder names."""
 import csv
 import json
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -9,6 +10,8 @@ import pytest
 
 from capcore.errors import CapawareError, run_cli
 from eval.reporting.results_table import build_table, main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SPICE_WHY = "Stanford CoreNLP 3.6.0 models not found; copy the jars"
 
@@ -168,3 +171,24 @@ def test_every_core_has_a_display_name():
 
     assert [display_name(c) for c in CORES] == ["Att2all2", "Top-Down", "Transformer"]
     assert display_name("an_old_core") == "an_old_core"  # a run of a core not registered here shows as named
+
+
+def test_the_metric_legend_is_written_once():
+    """Table 1, the report and the seeds table print one legend, from eval/reporting/columns.py; no other module
+    of the product or its scripts spells a metric's description out again."""
+    import ast
+
+    from eval.reporting import columns
+
+    phrases = [c.legend for c in columns.BESIDE] + ["B4 BLEU-4", "(fractions, as", "as the paper prints"]
+    found = []
+    for path in sorted([*ROOT.glob("eval/**/*.py"), *ROOT.glob("scripts/**/*.py"), *ROOT.glob("captioners/**/*.py")]):
+        if path.name == "columns.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}" for p in phrases if p[:40] in node.value]
+    assert found == [], found
+    text = columns.legend()
+    assert text.startswith("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: ")
+    assert all(f"{c.key}: {c.legend}" in text for c in columns.BESIDE) and text.endswith("(rl/signature.py).")

@@ -12,9 +12,10 @@ from collections import defaultdict
 import numpy as np
 
 from capcore.run_layout import CaptionerDir
+from eval.reporting import columns
 from eval.reporting.html import Cell, Section, anchor, code, esc, figure, table
 from eval.reporting.inputs import CaptionRun, karpathy_refs, sort_key
-from eval.reporting.results_table import BESIDE, COLUMNS, DIGITS
+from eval.reporting.results_table import BESIDE, COLUMNS
 
 TABLE_FIX = ("python -m eval.reporting.results_table CAPTIONER_RUN... --out RUN/results/captioning (after "
              "scripts/stage3_captioners.sh / stage3_rl.sh; scripts/demo.sh runs it)")
@@ -41,7 +42,7 @@ def section_table1(ctx, captioning) -> Section:
         for col in COLUMNS:
             v = r.get(col)
             line.append(Cell("n/a", ("num",)) if not isinstance(v, (int, float)) else
-                        Cell(f"{v:.{DIGITS[col]}f}", ("num", "best") if v == best[(model, col)] else ("num",)))
+                        Cell(f"{v:.{columns.digits(col)}f}", ("num", "best") if v == best[(model, col)] else ("num",)))
         for col in BESIDE:
             v = r.get(col)
             line.append(Cell("n/a" if not isinstance(v, (int, float)) else f"{v:.2f}", ("num",)))
@@ -53,11 +54,8 @@ def section_table1(ctx, captioning) -> Section:
         if (path.parent / name).is_file():
             links.append(f'<a href="{esc(ctx.copy(path.parent / name, f"data/captioning/{name}"))}">{name}</a>')
     notes = "".join(f"<li>{esc(n)}</li>" for n in data.get("notes", []))
-    sec.add("<p class=note>B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as the paper prints them); "
-            "Img: class-supervised backbone, Cap: caption-aware (metric learning); XE: cross-entropy, RL: "
-            "self-critical. G: CIDEr-D with each image's own features over CIDEr-D with the features shuffled "
-            "across images (eval.grounding; about 1 when the captions ignore the image), D: distinct captions / "
-            "images, E: bad endings (captions whose last word ends no training reference). Bold: best per model. " f"From {code(ctx.shown(path))}, written by "
+    sec.add(f"<p class=note>{esc(columns.legend(signature=False))} Bold: best per model. "
+            f"From {code(ctx.shown(path))}, written by "
             f"{code(data.get('command') or 'python -m eval.reporting.results_table')}. Data: {', '.join(links)}.</p>"
             + (f"<ul class=note>{notes}</ul>" if notes else ""))
     curves(ctx, sec, captioning[1])
@@ -109,7 +107,7 @@ def choose_examples(runs: list[CaptionRun], n: int) -> tuple[list[int], dict[int
     by_key = {r.key: r for r in runs}
     diffs: dict[int, list[float]] = defaultdict(list)
     for (model, feats, training), cap in by_key.items():
-        img = by_key.get((model, "Img", training))
+        img = by_key.get((model, columns.BASELINE, training))
         if feats != "Cap" or img is None:
             continue
         for i in ids:

@@ -27,10 +27,11 @@ from capcore.run_layout import (
 )
 from capdata.formats import read_records
 from embedder.retrieval_report import BOUNDS
+from eval.reporting import columns
 
 TRACKS = ("pose", "layout", "caption")
-FEATURE_ORDER = ("Img", "Cap", "Custom")
-TRAINING_ORDER = ("XE", "RL")
+FEATURE_ORDER = tuple(columns.order(columns.FEATURES))
+TRAINING_ORDER = tuple(columns.order(columns.TRAINING))
 
 
 def locate(path: str | Path | None, run: Path, *bases: Path) -> Path | None:

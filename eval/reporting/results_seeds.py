@@ -26,6 +26,7 @@ from scipy.stats import t as student_t
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
+from eval.reporting import columns
 from eval.reporting.results_table import BESIDE, COLUMNS
 from eval.reporting.seed_stats import stat, text
 
@@ -117,9 +118,9 @@ def aggregate(tables: list[dict]) -> dict:
         cells.append(cell)
     diffs = []
     for model in dict.fromkeys(k[0] for k in keys):
-        for feats in dict.fromkeys(k[1] for k in keys if k[1] != "Img"):
-            for training in ("XE", "RL"):
-                img, other = (model, "Img", training), (model, feats, training)
+        for feats in dict.fromkeys(k[1] for k in keys if k[1] != columns.BASELINE):
+            for training in columns.order(columns.TRAINING):
+                img, other = (model, columns.BASELINE, training), (model, feats, training)
                 if img not in keys or other not in keys:
                     continue
                 d = {"model": model, "features": feats, "training": training}
@@ -174,9 +175,8 @@ def markdown(result: dict, sources: list[str], machine: str) -> str:
                      + " | ".join(text(d.get(m), 2 if m in BESIDE else 3, signed=True) for m in METRICS)
                      + f" | {'n/a' if hw is None else f'{hw:.3f}'} | {'n/a' if det is None else f'{det:.3f}'}"
                      + f" | {verdict(d)} |")
-    lines += ["", f"B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L (test split, beam 2); G CIDEr-D real / shuffled "
-                  f"features, D distinct captions / images (greedy), E bad endings (captions whose last word ends no "
-                  f"training reference); SCST signature: rl/signature.py. Seeds: {', '.join(sources)}. "
+    lines += ["", f"{columns.legend(scores=tuple(c for c in columns.SCORES if c.key in METRICS))} Test split, "
+                  f"beam 2 (G, D: greedy). Seeds: {', '.join(sources)}. "
                   f"Machine: {machine}."]
     return "\n".join(lines) + "\n"
 

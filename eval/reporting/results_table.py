@@ -11,14 +11,10 @@ from, never from folder names, so a renamed folder or a swapped features file ca
               -> Custom; a ``label`` attribute (set by the dump's config: Attr, Cap2) names the row instead
     training  ``stage`` of the meta: xe -> XE, rl -> RL (XE when absent)
 
-Rows are ordered Model (Att2all2, Top-Down, Transformer) x Features (Img, Cap) x Training (XE, RL); columns B4, C,
-M, R, S as fractions (as the paper prints them), then three columns beside them: from the
-``grounding_<split>.json`` of eval.grounding beside the metrics file, G (CIDEr-D with each image's own
-features over CIDEr-D with the features shuffled across images; ~1 means the captions ignore the image)
-and D (distinct captions / images), "n/a" when the run has no grounding file; from the metrics file, E
-(bad endings: captions whose last word ends no training reference, captioners/discriminative.py). An
-RL row also shows its SCST signature (rl/signature.py: EOS in the reward or not, baseline, samples,
-document frequencies, XE weight), read from the metrics file. A metric the run could not compute
+Rows are ordered Model (the cores' registration order) x Features (Img, Cap, ...) x Training (XE, RL); the
+columns are the scores, then G and D from the ``grounding_<split>.json`` of eval.grounding beside the metrics
+file ("n/a" without one) and E from the metrics file; eval/reporting/columns.py holds what each column is and
+the legend printed under the table. An RL row also shows its SCST signature, read from the metrics file. A metric the run could not compute
 (SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
 ``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
 ``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
@@ -41,12 +37,12 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
 from captioners.core_registry import CORES, display_name
+from eval.reporting import columns
 from feature_extract.row_labels import label_of
 
-COLUMNS = {"B4": "BLEU-4", "C": "CIDEr-D", "M": "METEOR", "R": "ROUGE-L", "S": "SPICE"}
-DIGITS = {"B4": 4, "C": 3, "M": 4, "R": 4, "S": 4}  # as Table 1 prints them
-ORDER = {"features": ["Img", "Cap", "Cap2", "Attr", "Oracle", "Custom"],
-         "training": ["XE", "RL"]}
+COLUMNS = {c.key: c.name for c in columns.SCORES}
+BESIDE = {c.key: c.name for c in columns.BESIDE}
+ORDER = {"features": columns.order(columns.FEATURES), "training": columns.order(columns.TRAINING)}
 STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.predict, then eval.score_captions)"
 
 
@@ -190,13 +186,9 @@ def notes_of(rows: list[dict]) -> list[str]:
     return notes
 
 
-BESIDE = {"G": "CIDEr-D real / shuffled features", "D": "distinct captions / images",
-          "E": "bad endings: captions whose last word ends no training reference"}
-
-
 def _cell(row: dict, col: str) -> str:
     v = row[col]
-    return "n/a" if v is None else f"{v:.{DIGITS.get(col, 2)}f}"
+    return "n/a" if v is None else f"{v:.{columns.digits(col)}f}"
 
 
 def markdown(rows: list[dict], notes: list[str]) -> str:
@@ -214,14 +206,7 @@ def markdown(rows: list[dict], notes: list[str]) -> str:
         cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *BESIDE]), str(r["n_images"]),
                  r["decoding"], signature, f"`{r['metrics_file']}`"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", ("B4 BLEU-4, C CIDEr-D, M METEOR, R ROUGE-L, S SPICE (fractions, as in the paper). Img: "
-                   "class-supervised backbone (ImageNet / class-pretrained); Cap: caption-aware (metric learning). "
-                   "XE: cross-entropy; RL: self-critical fine-tuning. G: CIDEr-D with each image's own features / with the "
-                   "features shuffled across images (greedy, eval.grounding; about 1 when the captions ignore the "
-                   "image); D: distinct captions / images; E: bad endings, captions whose last word ends no "
-                   "training reference. SCST signature: EOS in the reward (Standard) or not (No<Eos>), baseline "
-                   "(average of the other samples or greedy) with samples per image, document-frequency corpus, "
-                   "XE weight, temperature (rl/signature.py).")]
+    lines += ["", columns.legend()]
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
