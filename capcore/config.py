@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from capcore import plugins
 from capcore.errors import CapawareError
 from capcore.fingerprint import bookkeeping, unset_added_later
 
@@ -73,9 +74,12 @@ def load_schema(path: str | Path | None, overrides: list[str] = (), *, schema: t
     overrides before each merge (stage one expands its named method rows there)."""
     base = OmegaConf.structured(schema)
     where = str(path) if path else "<defaults>"
+    plugins.load(where=where)  # a user's registrations, before this config's names are checked
     try:
         if path:
             raw = compose(path)
+            if "plugins" in raw:  # a stage config's own plugins (capcore/plugins.py)
+                plugins.load(list(raw.pop("plugins") or []), Path(path).parent, where)
             base = OmegaConf.merge(base, prepare(raw, where) if prepare else raw)
         if overrides:
             where = f"{where} + command line"

@@ -12,6 +12,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from capcore import plugins
 from capcore.errors import CapawareError
 
 
@@ -27,6 +28,8 @@ class PipelineConfig:
     rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
     report: bool = True
     jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
+    plugins: list[str] = field(default_factory=list)  # a user's modules or .py files every stage imports first
+    # (capcore/plugins.py): their losses, formats and cores registered in every command the pipeline starts
 
 
 def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
@@ -39,6 +42,7 @@ def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
                             "the valid keys are the fields of PipelineConfig in capcore/pipeline_config.py") from None
     if run_dir:
         cfg.run_dir = run_dir
+    cfg.plugins = plugins.load(list(cfg.plugins), Path(path).parent, path)
     return cfg
 
 

@@ -77,6 +77,8 @@ least_busy_gpu() {
 }
 
 plan() { python scripts/pipeline_plan.py "$config" "${run_args[@]}" "$@"; }
+plugins=$(plan plugins)  # a user's modules or files that every command imports first (capcore/plugins.py)
+if [[ -n $plugins ]]; then export CAPAWARE_PLUGINS=$plugins; fi
 plan validate >/dev/null  # every stage config, checked before the first stage runs (one error line if not)
 mapfile -t stages < <(plan stages)
 run=$(plan run-dir)

@@ -21,6 +21,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
 from __future__ import annotations
 
 import argparse
+import os
 import functools
 import hashlib
 import shlex
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
     parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs",
-                                           "validate", "preflight", "parallel"))
+                                           "validate", "preflight", "parallel", "plugins"))
     parser.add_argument("stage", nargs="?", choices=STAGES)
     parser.add_argument("last", nargs="?", choices=STAGES, help="preflight: the last stage of the range")
     parser.add_argument("--force", action="store_true", help="preflight: every stage of the range will run")
@@ -222,7 +223,8 @@ def main(argv: list[str] | None = None) -> None:
              "fingerprint": lambda: [plan.fingerprint(args.stage)], "validate": plan.validate,
              "preflight": lambda: plan.preflight(args.stage or STAGES[0], args.last or STAGES[-1], args.force),
              "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)],
-             "parallel": lambda: ["yes" if args.stage in DISTRIBUTED_STAGES else "no"]}[args.action]()
+             "parallel": lambda: ["yes" if args.stage in DISTRIBUTED_STAGES else "no"],
+             "plugins": lambda: [os.pathsep.join(plan.cfg.plugins)] if plan.cfg.plugins else []}[args.action]()
     if lines:
         print("\n".join(lines))
 

@@ -1,11 +1,16 @@
-"""A new loss and a new dataset format are each one file plus one registration line (issue #38).
+"""A new loss and a new dataset format are each one file plus one registration line (issue #38), and a user's
+own loss and captioner core run from a folder outside the package through ``capaware run`` (issue #48).
 
-The toy loss and the toy reader live in tests/toy_plugins/; this test registers them, one line each,
+The toy loss and the toy reader live in tests/toy_plugins/; the first test registers them, one line each,
 and runs a whole stage-one study on them: the config check accepts their names, the study reads the
-CSV through ``capdata.formats`` and trains and evaluates a row with the toy loss.
+CSV through ``capdata.formats`` and trains and evaluates a row with the toy loss. The last test writes a loss
+and a core, each one file with its registration inside, beside a pipeline config that names them under
+``plugins:``, and runs the tiny pipeline on them as a user would.
 """
 import csv
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -79,3 +84,63 @@ def test_unregistered_names_stop_at_the_config_with_their_fix(tmp_path, registri
     with pytest.raises(Exception) as err:
         tiny(tmp_path, ["methods=[{name: toy, loss: distance_regression, loss_args: {pwoer: 2.0}}]"])
     assert "methods[0].loss_args.pwoer" in str(err.value) and "use one of power" in str(err.value)
+
+
+TOY_LOSS = """
+from embedder.losses.registry import register_loss
+from tests.toy_plugins.toy_loss import DistanceRegressionLoss as Base
+
+
+class OutsideLoss(Base):
+    def forward(self, batch):
+        with open(__file__ + ".calls", "a") as f:  # the stage-one process says it used this file
+            f.write("1")
+        return super().forward(batch)
+
+
+register_loss("outside_regression", f"{__name__}:OutsideLoss", normalised=False, mined=False, args={"power": 1.0})
+"""
+
+TOY_CORE = """
+from captioners.core_registry import register_core
+from captioners.cores import TopDownCore
+
+
+class OutsideCore(TopDownCore):
+    def forward(self, xt, enc, state):
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == 1:
+            with open(__file__ + ".calls", "a") as f:  # each process that builds and runs it, once
+                f.write("1")
+        return super().forward(xt, enc, state)
+
+
+register_core("outside_core", f"{__name__}:OutsideCore", display="Outside core")
+"""
+
+
+def test_a_loss_and_a_core_from_outside_the_package_run_through_capaware_run(tmp_path):
+    import yaml
+
+    from tests.pipeline_helpers import ROOT, TINY, env, table_rows
+
+    outside = tmp_path / "my_plugins"
+    outside.mkdir()
+    (outside / "my_loss.py").write_text(TOY_LOSS)
+    (outside / "my_core.py").write_text(TOY_CORE)
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg["stage1"] = [cfg["stage1"][0].replace("loss: log_ratio, mining: dense", "loss: outside_regression, "
+                                              "loss_args: {power: 0.5}")]
+    assert "outside_regression" in cfg["stage1"][0]
+    cfg.update(captioners=[cfg["captioners"][0] + " model.core=outside_core"], rl=[], report=False,
+               feature_sets=["cap"], plugins=["my_loss.py", "my_core.py"])  # files beside the config
+    config = outside / "pipeline.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    out = subprocess.run([sys.executable, "-m", "capaware", "run", str(config), "--run", str(tmp_path / "run")],
+                         cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert (outside / "my_loss.py.calls").read_text()  # stage one trained with the outside loss
+    assert len((outside / "my_core.py.calls").read_text()) >= 2  # XE trained it, the scores stage decoded with it
+    rows = table_rows(tmp_path / "run")
+    assert [(r["model"], r["features"], r["training"]) for r in rows] == [("Outside core", "Cap", "XE")]
+    assert rows[0]["C"] is not None and rows[0]["n_images"] > 0
