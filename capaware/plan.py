@@ -26,6 +26,7 @@ import torch
 
 from capcore import machine
 from capcore.errors import CapawareError
+from capdata.captions import in_split, read_captions
 from capcore.pipeline_config import Entry, load_pipeline
 from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
 from capaware.plan_prices import Prices
@@ -77,14 +78,14 @@ def synthetic_counts(s, track: str) -> Counts:
 
 
 @functools.lru_cache(maxsize=None)
-def karpathy_images(path: Path) -> list:
-    """A Karpathy json's images, read once per plan (COCO's is 100+ MB; every captioner run asks for it)."""
-    return json.loads(path.read_text())["images"]
+def caption_records(path: Path, fmt: str = "karpathy"):
+    """A caption file's records, read once per plan (COCO's is 100+ MB; every captioner run asks for it)."""
+    return read_captions(path, fmt)
 
 
-def karpathy_counts(path: Path) -> Counts:
-    splits = Counter(im.get("split") for im in karpathy_images(Path(path)))
-    return Counts(splits["train"] + splits["restval"], splits["val"], splits["test"])
+def karpathy_counts(path: Path, fmt: str = "karpathy") -> Counts:
+    records = caption_records(Path(path), fmt)
+    return Counts(*(len(in_split(records, s, fmt)) for s in ("train", "val", "test")))
 
 
 def stage_one_counts(c, given: Counts | None = None) -> Counts:
@@ -101,12 +102,12 @@ def stage_one_counts(c, given: Counts | None = None) -> Counts:
     return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
 
 
-def caption_counts(json_path: str, stage1: list, given: Counts | None = None) -> Counts:
+def caption_counts(json_path: str, stage1: list, given: Counts | None = None, fmt: str = "karpathy") -> Counts:
     """A Karpathy json's splits; before the data stage, the counts of the stage-one config that generates it;
     ``given`` (``--counts``) for a json not on this machine."""
     path = Path(json_path)
     if path.is_file():
-        return karpathy_counts(path)
+        return karpathy_counts(path, fmt)
     for c in stage1:
         if c.data.track == "caption" and c.data.synthetic is not None and path.parent == Path(c.data.root):
             return synthetic_counts(c.data.synthetic, "caption")
@@ -218,7 +219,7 @@ class Planner:
 
     def feature_images(self, c) -> int:
         if c.images.karpathy:
-            counts = caption_counts(c.images.karpathy, self.stage1, self.counts)
+            counts = caption_counts(c.images.karpathy, self.stage1, self.counts, c.images.format)
             return counts.train + counts.val + counts.test if not c.images.splits else sum(
                 {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s] for s in c.images.splits)
         return sum(1 for p in Path(c.images.folder).rglob("*") if p.is_file())
@@ -255,7 +256,7 @@ class Planner:
         plan = StagePlan(stage, self.jobs)
         threads = self.threads(len(runs))
         for c, features in runs:
-            n = caption_counts(c.data.json, self.stage1, self.counts)
+            n = caption_counts(c.data.json, self.stage1, self.counts, c.data.format)
             model = c.model if stage == "captioners" else xe_model.get(str(Path(c.init).resolve().parent))
             if model is None:  # an SCST run from a checkpoint outside this pipeline: its model is read there
                 from captioners.config import CapModelConfig
@@ -305,8 +306,8 @@ def vocabulary(data, real: bool = False) -> int:
     path = Path(data.json)
     if not path.is_file():  # real data elsewhere: COCO's; the embedded default's shapes and colours: tens of words
         return COCO_VOCABULARY if real else 100
-    counts = Counter(w for im in karpathy_images(path) if im.get("split") in ("train", "restval")
-                     for s in im["sentences"] for w in s["tokens"])
+    records = caption_records(path, data.format)
+    counts = Counter(w for i in in_split(records, "train", data.format) for s in records.captions[i] for w in s)
     return sum(1 for c in counts.values() if c > data.word_count_threshold) + 1
 
 

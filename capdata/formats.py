@@ -2,7 +2,7 @@
 
 Every stage reads records through this table, never through a reader directly: stage one and its
 pretraining (``read_records`` on a config's ``data`` section), the features, the captioners, the probes
-and the reports (``read_annotation`` on a file a config names). So a new dataset is a reader file plus
+and the reports (``capdata.captions``, the caption view, on a file a config names). So a new dataset is a reader file plus
 one ``register_format`` line, and every stage reads it.
 
 A row holds:
@@ -116,16 +116,6 @@ def read_records(data):
     return fmt.read(source_of(data, fmt))
 
 
-def read_annotation(name: str, annotation: str | Path, image_root: str | Path | None = None):
-    """Records of the dataset whose annotation file a stage's config names (the features, the captioners
-    and the probes read Karpathy files this way); the dataset folder is the annotation's."""
-    if name not in FORMATS:
-        raise CapawareError(annotation, f"unknown dataset format {name!r}", f"use one of {', '.join(FORMATS)}")
-    annotation = Path(annotation)
-    return FORMATS[name].read(Source(annotation.parent, annotation, Path(image_root) if image_root else None,
-                                       None, None))
-
-
 def train_splits(data) -> tuple[str, ...]:
     return format_of(data).train_splits
 
@@ -150,6 +140,12 @@ def _lsun(s: Source):
     return read_lsun(s.root, layout_type=s.options.layout_type, labels=s.options.layout_labels)
 
 
+def _coco_captions(s: Source):  # the annotation is the split file naming COCO's caption files
+    from capdata.readers.coco_captions import read_coco_captions
+
+    return read_coco_captions(s.annotation, s.image_root)
+
+
 def _karpathy(s: Source):
     from capdata.readers.karpathy import read_karpathy
     return read_karpathy(s.annotation, s.image_root)
@@ -161,3 +157,4 @@ register_format("mpii_json", Format("pose", "annot", _mpii_json))
 register_format("lsun", Format("layout", "", _lsun, synthetic="capdata.synthetic.rooms:generate_rooms"))
 register_format("karpathy", Format("caption", "dataset_coco.json", _karpathy, ("train", "restval"),
                                    synthetic="capdata.synthetic.shapes_captions:generate_captions"))
+register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval")))

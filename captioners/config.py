@@ -12,12 +12,14 @@ from typing import Optional
 
 from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_schema
 from capcore.fingerprint import added_later, bookkeeping
+from capdata.formats import formats_of
 from captioners.core_registry import CORES
 
 
 @dataclass
 class CapDataConfig:
-    json: str = "data/synthetic/captions/dataset_coco.json"  # Karpathy json: prepro input, validation refs
+    json: str = "data/synthetic/captions/dataset_coco.json"  # caption file: prepro input, validation refs
+    format: str = added_later(default="karpathy")  # its caption format (capdata.captions): karpathy | coco_captions
     prepro_dir: str = "runs/demo/captions"  # vocab.json + labels.h5 (written by captioners.prepro if absent)
     word_count_threshold: int = 5  # prepro: words seen <= this many times in training captions -> UNK
     max_length: int = 16  # prepro: captions truncated to this many tokens
@@ -109,6 +111,7 @@ def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) ->
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
     cfg = load_schema(path, overrides, schema=CaptionerConfig)
     c = ConfigChecks(path, overrides)
+    c.choice("data.format", cfg.data.format, formats_of("caption"))
     c.choice("model.core", cfg.model.core, tuple(CORES))
     if cfg.model.core in CORES:
         entry = CORES[cfg.model.core]

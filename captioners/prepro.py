@@ -32,11 +32,11 @@ import numpy as np
 from capcore.atomic import atomic_path, write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.h5read import read_h5
-from capdata.formats import FORMATS, read_annotation
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
+from capdata.captions import read_captions, train_splits
 
 UNK = "UNK"
 LABELS_FORMAT = "capaware-labels-v1"
-TRAIN_SPLITS = FORMATS["karpathy"].train_splits  # restval joins train
 
 
 def build_vocab(captions: list[list[str]], threshold: int) -> list[str]:
@@ -112,14 +112,15 @@ def read_labels(path: str | Path) -> Labels:
                    "rerun python -m captioners.prepro")
 
 
-def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_length: int = 16) -> dict:
+def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_length: int = 16,
+           fmt: str = DEFAULT_FORMAT) -> dict:
     """Write vocab.json and labels.h5 under ``out_dir``; returns a summary dict."""
     if threshold < 0 or max_length < 1:
         raise CapawareError("prepro", f"threshold={threshold}, max_length={max_length}",
                             "threshold >= 0 and max_length >= 1")
-    records = read_annotation("karpathy", json_path)
+    records = read_captions(json_path, fmt)
     out_dir = Path(out_dir)
-    train = np.isin(records.splits, TRAIN_SPLITS)
+    train = np.isin(records.splits, train_splits(fmt))
     train_caps = [toks for i in np.flatnonzero(train) for toks in records.captions[i]]
     if not train_caps:
         raise CapawareError(json_path, "no train/restval images to build the vocabulary from",
@@ -168,7 +169,7 @@ def ensure_prepro(data) -> tuple[Path, Path]:
     out = Path(data.prepro_dir)
     labels, vocab = out / "labels.h5", out / "vocab.json"
     if not (labels.is_file() and vocab.is_file()):
-        summary = prepro(data.json, out, data.word_count_threshold, data.max_length)
+        summary = prepro(data.json, out, data.word_count_threshold, data.max_length, data.format)
         print(f"prepro: {summary['vocab_size']} words, {summary['captions']} captions -> {out}")
     meta = json.loads(vocab.read_text())
     source = meta.get("source")

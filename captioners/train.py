@@ -87,7 +87,7 @@ def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     d = cfg.data
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)
-    refs = validation_refs(d.json, labels, val_set, vocab)
+    refs = validation_refs(d.json, labels, val_set, vocab, d.format)
     info = train_set.info
     args = dict(core=cfg.model.core, vocab_size=len(vocab) - 1, fc_feat_size=info.fc_dim,
                 att_feat_size=info.att_shape[1], input_encoding_size=cfg.model.input_encoding_size,

@@ -12,19 +12,21 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from capdata.formats import read_annotation
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
+from capdata.captions import read_captions
 from captioners.data import CaptionDataset, eval_batches, loader, on_device
 from captioners.decoding import decode
 from captioners.model import Captioner
 from captioners.prepro import Labels, decode_sequence
 
 
-def validation_refs(json_path: str, labels: Labels, dataset: CaptionDataset, vocab: list[str]) -> dict[int, list[str]]:
+def validation_refs(json_path: str, labels: Labels, dataset: CaptionDataset, vocab: list[str],
+                    fmt: str = DEFAULT_FORMAT) -> dict[int, list[str]]:
     """Reference captions of the validation images: the json's full token lists (not the truncated,
     UNK-mapped labels) when the json is there; the labels otherwise."""
     ids = set(int(i) for i in dataset.image_ids)
     if json_path and Path(json_path).is_file():
-        rec = read_annotation("karpathy", json_path)
+        rec = read_captions(json_path, fmt)
         return {int(i): [" ".join(t) for t in caps] for i, caps in zip(rec.image_ids, rec.captions) if int(i) in ids}
     return {int(labels.image_ids[j]): [decode_sequence(vocab, s) for s in labels.captions_of(j)]
             for j in dataset.label_ix}

@@ -13,7 +13,6 @@ The features are assumed to cover the whole image (square resize; a centre crop 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -40,15 +39,8 @@ def read_attention(path: str | Path) -> dict:
 
 
 def image_paths(refs: str | Path, image_root: str | Path | None = None) -> dict[int, Path]:
-    refs = Path(refs)
-    try:
-        data = json.loads(refs.read_text())
-        root = Path(image_root) if image_root else refs.parent
-        return {int(im["cocoid"] if "cocoid" in im else im["imgid"]): root / im.get("filepath", "") / im["filename"]
-                for im in data["images"]}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise CapawareError(refs, f"not a readable Karpathy json ({type(err).__name__})",
-                            "give the dataset_*.json the captions were made for") from None
+    """Image files by image id of the caption file the captions were made for (any caption format)."""
+    return image_files(read_captions(refs, detect_format(refs), image_root))
 
 
 PANEL = 160

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from capcore.errors import CapawareError
+from capdata.captions import ALL, detect_format, read_captions, references
 from capdata.readers.karpathy import KARPATHY_SPLITS
 
 
@@ -43,43 +44,24 @@ def load_preds(path: str | Path) -> dict[int, str]:
 
 
 def load_refs(path: str | Path, split: str = "test") -> tuple[dict[int, list[str]], str]:
-    """References {image_id: [raw captions]} and which kind of file they came from."""
+    """References {image_id: [raw captions]} and which kind of file they came from: a caption file of any
+    caption format (its ``split``, ``train`` with restval, or ``all``; read by ``capdata.captions``), or one of
+    COCO's own ``captions_*.json`` files, every image of it."""
     data = _read_json(path, "reference captions file")
-    if isinstance(data, dict) and isinstance(data.get("images"), list) and data["images"] \
-            and isinstance(data["images"][0], dict) and "sentences" in data["images"][0]:
-        keep = {"train": ("train", "restval"), "all": KARPATHY_SPLITS}.get(split, (split,))
-        if split not in (*KARPATHY_SPLITS, "all"):
-            raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
-        refs = {}
-        for k, img in enumerate(data["images"]):
-            try:
-                if img.get("split") in keep:
-                    image_id = int(img["cocoid"] if "cocoid" in img else img["imgid"])
-                    refs[image_id] = [_sentence(s) for s in img["sentences"]]
-            except (KeyError, TypeError, ValueError, AttributeError) as err:
-                raise CapawareError(path, f"images[{k}] is not a Karpathy entry ({type(err).__name__}: {err}); "
-                                    "need cocoid or imgid, split, sentences [{raw | tokens}]",
-                                    "fix or regenerate the json") from None
-        if not refs:
-            raise CapawareError(path, f"no images in split {split!r}", "choose another --split")
-        return refs, "karpathy"
-    if isinstance(data, dict) and isinstance(data.get("annotations"), list):
-        refs = {}
-        for k, ann in enumerate(data["annotations"]):
-            try:
-                refs.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]))
-            except (KeyError, TypeError, ValueError) as err:
-                raise CapawareError(path, f"annotations[{k}] is not {{\"image_id\": int, \"caption\": str}} "
-                                    f"({type(err).__name__}: {err})", "fix the entry") from None
+    if isinstance(data, dict) and isinstance(data.get("annotations"), list):  # a bare COCO captions file
+        from capdata.readers.coco_captions import read_coco_file
+
+        refs = read_coco_file(Path(path))[1]
         if not refs:
             raise CapawareError(path, "no annotations", "point at a COCO captions_*.json")
         return refs, "coco"
-    raise CapawareError(path, "neither a Karpathy dataset_*.json nor a COCO captions_*.json",
-                        "give the Karpathy split file or COCO's annotations/captions_val2014.json")
-
-
-def _sentence(s: dict) -> str:
-    raw = s.get("raw")
-    if isinstance(raw, str) and raw:
-        return raw
-    return " ".join(str(t) for t in s["tokens"])
+    if not (isinstance(data, dict) and ({"images", "captions"} & set(data))):
+        raise CapawareError(path, "neither a caption file (Karpathy dataset_*.json, a COCO split file) nor a COCO "
+                            "captions_*.json", "give the Karpathy split file or COCO's annotations/captions_val2014.json")
+    fmt = detect_format(path)
+    if split not in (*KARPATHY_SPLITS, ALL):
+        raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
+    refs = references(read_captions(path, fmt), split, fmt)
+    if not refs:
+        raise CapawareError(path, f"no images in split {split!r}", "choose another --split")
+    return refs, fmt

@@ -89,10 +89,12 @@ def references(card: CaptionerCard, refs_json: str | None, labels, dataset: Capt
     """The split's reference captions: the Karpathy json (given, or the one the checkpoint trained on)."""
     from omegaconf import OmegaConf
 
-    json_path = refs_json or OmegaConf.select(OmegaConf.create(card.config or "{}"), "data.json") or ""
+    trained = OmegaConf.create(card.config or "{}")
+    json_path = refs_json or OmegaConf.select(trained, "data.json") or ""
     if refs_json and not Path(refs_json).is_file():
         raise CapawareError(refs_json, "references file not found", "pass the Karpathy dataset_*.json")
-    return validation_refs(str(json_path), labels, dataset, list(card.vocab))
+    fmt = OmegaConf.select(trained, "data.format") or "karpathy"  # a given file is read as the run's own was
+    return validation_refs(str(json_path), labels, dataset, list(card.vocab), fmt)
 
 
 def grounding(checkpoint: str | Path, split: str = "test", features: str | None = None, labels: str | None = None,

@@ -20,7 +20,6 @@ checked: they do not exist yet, and their own stage checks them.
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -92,19 +91,23 @@ def feature_bytes(cfg, n_images: int) -> int:
     return n_images * (cfg.att_size ** 2 + 1) * channels * per_value
 
 
-def karpathy_images(path: str | Path, splits: list[str]) -> int | None:
+def caption_images(path: str | Path, splits: list[str], fmt: str = "karpathy") -> int | None:
+    """Images of ``splits`` (all when empty) in a caption file; None when it cannot be read (the features stage
+    names a bad file in its own line)."""
+    from capdata.captions import read_captions
+
     try:
-        images = json.loads(Path(path).read_text())["images"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # the features stage names a bad file in its own line
-    return sum(1 for im in images if not splits or im.get("split") in splits)
+        records = read_captions(path, fmt)
+    except CapawareError:
+        return None
+    return int(sum(1 for s in records.splits if not splits or s in splits))
 
 
 def uncounted(cfg, run_dir: str) -> bool:
     """Whether a features config reads a Karpathy json that is not here yet (so its disk cannot be counted);
     one the data stage writes inside the run is counted when it is written."""
     json_path = cfg.images.karpathy
-    return bool(json_path) and not inside(json_path, run_dir) and karpathy_images(json_path, []) is None
+    return bool(json_path) and not inside(json_path, run_dir) and caption_images(json_path, [], cfg.images.format) is None
 
 
 def existing_parent(path: Path) -> Path:
@@ -124,7 +127,7 @@ def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
             out.append(CapawareError(source, f"image list not found (features {c.out})",
                                "put the Karpathy dataset_coco.json there (docs/real_data.md) or fix images.karpathy"))
             continue
-        n = karpathy_images(c.images.karpathy, list(c.images.splits)) if c.images.karpathy else None
+        n = caption_images(c.images.karpathy, list(c.images.splits), c.images.format) if c.images.karpathy else None
         if n:
             done = Path(c.out).stat().st_size if Path(c.out).is_file() else 0  # a resumed dump grows from there
             need[c.out] = (max(feature_bytes(c, n) - done, 0), n)
@@ -147,7 +150,7 @@ def caption_graph_images(cfg) -> int | None:
     if cfg.data.track != "caption" or cfg.data.format != "karpathy" or cfg.data.synthetic is not None:
         return None
     path = Path(cfg.data.root) / (cfg.data.annotation or "dataset_coco.json")
-    return karpathy_images(path, list(train_splits(cfg.data))) if path.is_file() else None
+    return caption_images(path, list(train_splits(cfg.data))) if path.is_file() else None
 
 
 def check_graph_memory(cfgs: list, memory: int | None, processes: int = 1) -> list[CapawareError]:

@@ -28,7 +28,8 @@ import torch
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capdata.formats import read_annotation
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
+from capdata.captions import in_split, read_captions
 from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
 from eval.reporting.seed_stats import mean_sd, stat, text
 from feature_extract.h5io import open_features
@@ -137,12 +138,12 @@ def check_paired(features: list[tuple[str, str]], paired) -> None:
                                 "give each NAME once per seed, in the same seed order")
 
 
-def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = ()) -> dict:
+def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = (),
+               fmt: str = DEFAULT_FORMAT) -> dict:
     check_paired(features, paired)
-    records = read_annotation("karpathy", karpathy)
+    records = read_captions(karpathy, fmt)
     tags = probed_tags(records)
-    split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
-             "test": records.splits == "test"}
+    split = {s: np.isin(np.arange(len(records)), in_split(records, s, fmt)) for s in ("train", "val", "test")}
     groups = {g: targets(tags, g) for g in GROUPS}
     ys = {g: {s: y[m] for s, m in split.items()} for g, (y, _) in groups.items()}
     rows: dict[str, list[dict]] = {}
@@ -200,12 +201,14 @@ def parse_features(items: list[str], flag: str = "--features") -> list[tuple[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--karpathy", required=True, help="the caption set's dataset_coco.json (its attributes are the targets)")
+    parser.add_argument("--format", default=DEFAULT_FORMAT, help="the caption file's format (capdata.captions)")
     parser.add_argument("--features", nargs="+", required=True, help="NAME=FEATS.h5; repeat a NAME for its seeds")
     parser.add_argument("--paired", nargs="*", default=[], help="A=B: also report A - B per group, paired by seed "
                         "(the files' order), e.g. Cap-from-identity=Img-identity")
     parser.add_argument("--out", required=True, help="folder for probe.md and probe.json")
     args = parser.parse_args(argv)
-    result = run_probes(args.karpathy, parse_features(args.features), parse_features(args.paired, "--paired"))
+    result = run_probes(args.karpathy, parse_features(args.features), parse_features(args.paired, "--paired"),
+                        args.format)
     out = Path(args.out)
     write_text(out / "probe.json", json.dumps(result, indent=1))
     write_text(out / "probe.md", markdown(result))

@@ -13,6 +13,8 @@ from typing import Optional
 from omegaconf import OmegaConf
 
 from capcore.config import ConfigChecks, load_schema
+from capcore.fingerprint import added_later
+from capdata.formats import formats_of
 
 
 @dataclass
@@ -25,7 +27,8 @@ class BackboneConfig:
 
 @dataclass
 class ImagesConfig:
-    karpathy: str = ""  # a Karpathy dataset_*.json; images at image_root/filepath/filename
+    karpathy: str = ""  # a caption file (a Karpathy dataset_*.json by default); images at image_root/filepath/filename
+    format: str = added_later(default="karpathy")  # the caption file's format (capdata.captions)
     image_root: str = ""  # Karpathy only; empty: the json's folder
     splits: list[str] = field(default_factory=list)  # Karpathy splits kept, in file order; empty: all
     folder: str = ""  # or: every image under this folder (recursive, sorted); ids from file names
@@ -74,6 +77,7 @@ def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> 
     for key in ("input.size", "att_size", "batch_size"):
         c.at_least(key, OmegaConf.select(cfg, key), 1)
     c.at_least("num_workers", cfg.num_workers, 0)
+    c.choice("images.format", cfg.images.format, formats_of("caption"))
     c.need(bool(cfg.images.karpathy) != bool(cfg.images.folder), "images", "set exactly one of images.karpathy "
            "and images.folder", "images.karpathy=PATH/dataset_coco.json or images.folder=PATH")
     c.raise_first()

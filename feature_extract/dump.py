@@ -126,7 +126,8 @@ def identity_attrs(cfg, info, images, channels: int, precision: str | None = Non
             "input_size": int(cfg.input.size), "att_size": int(cfg.att_size), "channels": int(channels),
             "dtype": cfg.dtype, "compression": cfg.compression, "precision": precision or cfg.precision,
             "images": images.source, "image_root": images.root, "splits": h5io.splits_attr(cfg.images.splits),
-            "images_sha256": images.sha256(), "n_images": len(images)}
+            "images_sha256": images.sha256(), "n_images": len(images),
+            **({"images_format": cfg.images.format} if cfg.images.format != "karpathy" else {})}
 
 
 def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:

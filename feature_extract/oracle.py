@@ -35,7 +35,7 @@ import h5py
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
-from capdata.formats import read_annotation
+from capdata.captions import read_captions
 from capdata.synthetic.shapes_captions import BACKGROUNDS, COLOURS, SHAPES, SIZES
 from feature_extract import h5io
 
@@ -82,7 +82,7 @@ def scene_vector(att: np.ndarray) -> np.ndarray:
 
 def oracle_features(karpathy: str | Path, g: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(att [N, g*g, C], image ids [N], image file names [N]) of every image of the json, in file order."""
-    records = read_annotation("karpathy", karpathy)
+    records = read_captions(karpathy)  # the synthetic set's Karpathy json: only it has scene objects
     if records.objects is None or records.attributes is None or records.sizes is None:
         raise CapawareError(karpathy, "the caption set has no per-image 'objects', 'attributes' and width/height",
                             "oracle features need the synthetic shapes-captions set (runs/demo/data/captions/dataset_coco.json)")

@@ -18,7 +18,7 @@ from PIL import Image
 
 from capcore.errors import CapawareError
 from capdata.images import load_rgb
-from capdata.formats import read_annotation
+from capdata.captions import read_captions
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
@@ -43,7 +43,7 @@ def list_images(cfg) -> ImageList:
     """The ``images`` config section as an ordered list of files with integer ids."""
     if cfg.karpathy:
 
-        records = read_annotation("karpathy", cfg.karpathy, cfg.image_root or None)
+        records = read_captions(cfg.karpathy, cfg.format, cfg.image_root or None)
         keep = np.isin(records.splits, list(cfg.splits)) if cfg.splits else np.ones(len(records), bool)
         if not keep.any():
             raise CapawareError(cfg.karpathy, f"no image in splits {list(cfg.splits)}",

@@ -185,7 +185,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     reward = CiderReward(labels, doc_freq, cfg.reward.sigma, cfg.reward.bleu4_weight)
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)
-    refs = validation_refs(d.json, labels, val_set, vocab)
+    refs = validation_refs(d.json, labels, val_set, vocab, d.format)
     # novelty on val is measured against the training captions as the model sees them (labels.h5)
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})

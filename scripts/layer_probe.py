@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from capcore.checkpoint import load_checkpoint  # noqa: E402
 from capcore.errors import run_cli  # noqa: E402
 from embedder.config import DataConfig  # noqa: E402
-from capdata.formats import read_annotation, read_records  # noqa: E402
+from capdata.captions import in_split, read_captions  # noqa: E402
+from capdata.formats import read_records  # noqa: E402
 from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 from eval.probe import probed_tags, majority, probe_group, standardise, targets  # noqa: E402
@@ -57,9 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     data = OmegaConf.structured(DataConfig(track="caption", format="karpathy", root=str(Path(a.karpathy).parent),
                                            annotation=Path(a.karpathy).name, input_size=a.size))
     bank = ImageBank.build(read_records(data), a.size, True, desc="images")
-    records = read_annotation("karpathy", a.karpathy)
+    records = read_captions(a.karpathy)
     tags = probed_tags(records)
-    split = {"train": np.isin(records.splits, ["train", "restval"]), "val": records.splits == "val",
+    split = {"train": np.isin(np.arange(len(records)), in_split(records, "train")), "val": records.splits == "val",
              "test": records.splits == "test"}
     feats = stage_features(model, bank)
     print(f"Linear probes on each stage's pooled map of {a.checkpoint} (test accuracy)\n")

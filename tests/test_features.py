@@ -439,12 +439,12 @@ def test_dump_killed_before_its_first_batch_is_only_a_partial_file_and_reruns(wo
 def test_preflight_disk_estimate_is_the_dumped_arrays_size(world, tmp_path):
     """eval.preflight's bound of a features file (what it checks against free disk before a run) equals the
     att and fc arrays a real dump writes, for a trunk whose width it knows (resnet18: 512 channels)."""
-    from eval.preflight import feature_bytes, karpathy_images
+    from eval.preflight import caption_images, feature_bytes
 
     run_dump(world, tmp_path / "f.h5", **{"backbone.arch": "resnet18"})
     cfg = load_features_config(None, overrides(world, tmp_path / "f.h5", **{"backbone.arch": "resnet18"}))
     with h5py.File(tmp_path / "f.h5", "r") as f:
         written = f["att"].nbytes + f["fc"].nbytes
         n = f["att"].shape[0]
-    assert karpathy_images(world["json"], []) == n
+    assert caption_images(world["json"], []) == n
     assert feature_bytes(cfg, n) == written

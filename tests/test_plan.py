@@ -25,7 +25,8 @@ def test_a_stage_runs_its_commands_jobs_at_a_time_in_order():
 
 
 def test_counts_come_from_the_json_or_from_the_generator_that_will_write_it(tmp_path):
-    images = [{"split": s, "sentences": []} for s in ["train"] * 3 + ["restval"] * 2 + ["val"] + ["test"] * 4]
+    images = [{"split": s, "filename": f"{i}.jpg", "cocoid": i, "sentences": [{"tokens": ["a", "dog"]}]}
+              for i, s in enumerate(["train"] * 3 + ["restval"] * 2 + ["val"] + ["test"] * 4)]
     (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": images}))
     assert plan.karpathy_counts(tmp_path / "dataset_coco.json") == Counts(5, 1, 4)
     synth = type("S", (), {"n_train": 120, "n_test": 30, "n_val": None})

@@ -88,7 +88,8 @@ def test_coco_alone_lists_each_missing_input_once(tmp_path, monkeypatch):
 
 
 def test_features_that_do_not_fit_the_disk_are_refused(tmp_path, monkeypatch):
-    images = [{"filepath": "val2014", "filename": f"{i}.jpg", "cocoid": i, "split": "test"} for i in range(1000)]
+    images = [{"filepath": "val2014", "filename": f"{i}.jpg", "cocoid": i, "split": "test",
+               "sentences": [{"tokens": ["a", "dog"], "raw": "A dog."}]} for i in range(1000)]
     (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": images}))
     cfg = load_features_config(ROOT / "configs/paper/coco_features_imagenet.yaml",
                                [f"run_dir={tmp_path / 'run'}", f"images.karpathy={tmp_path / 'dataset_coco.json'}"])

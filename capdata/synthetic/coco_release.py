@@ -7,6 +7,9 @@ Writes, under DIR::
     coco/val2014/COCO_val2014_%012d.jpg          its restval, val and test images
     coco/dataset_coco.json                       Karpathy's split: filepath, filename, imgid, cocoid,
                                                  sentences (tokens, raw, imgid, sentid), sentids, split
+    coco/annotations/captions_{train,val}2014.json  the same captions in COCO's own release format
+    coco/coco_splits.json                        the split file that reads them with Karpathy's splits
+                                                 (format coco_captions, capdata/readers/coco_captions.py)
     torch/hub/checkpoints/resnet101-63fe2227.pth a ResNet-101 state dict under torchvision's file name
                                                  (random weights: the file ImageNet's would be, not their knowledge)
     pipeline_coco_rehearsal.yaml                 configs/paper/pipeline_coco.yaml, each entry with these paths
@@ -63,6 +66,23 @@ def write_images(coco: Path, n_train: int, n_val: int, n_test: int, seed: int, s
     return entries
 
 
+def write_coco_annotations(coco: Path, entries: list[dict]) -> None:
+    """The captions again as COCO releases them (one captions_<folder>.json per image folder), and a split file
+    with Karpathy's splits: the same images and references in the second caption format."""
+    splits: dict[str, list[int]] = {}
+    for folder in sorted({e["filepath"] for e in entries}):
+        mine = [e for e in entries if e["filepath"] == folder]
+        write_json(coco / "annotations" / f"captions_{folder}.json", {
+            "images": [{"id": e["cocoid"], "file_name": e["filename"]} for e in mine],
+            "annotations": [{"image_id": e["cocoid"], "id": s["sentid"], "caption": s["raw"]}
+                            for e in mine for s in e["sentences"]]})
+    for e in entries:
+        splits.setdefault(e["split"], []).append(e["cocoid"])
+    write_json(coco / "coco_splits.json", {"captions": [f"annotations/captions_{f}.json" for f in
+                                                        sorted({e["filepath"] for e in entries})],
+                                           "splits": splits, "synthetic": SHAPES_WORLD})
+
+
 def write_weights(path: Path, seed: int) -> None:
     import torch
     import torchvision
@@ -94,6 +114,7 @@ def generate_coco_release(out: str | Path, n_train: int = 40, n_val: int = 8, n_
     entries = write_images(coco, n_train, n_val, n_test, seed, size)
     write_weights(out / "torch" / "hub" / "checkpoints" / WEIGHTS, seed)
     write_json(coco / "dataset_coco.json", {"images": entries, "dataset": "coco", "synthetic": SHAPES_WORLD})
+    write_coco_annotations(coco, entries)
     config = out / "pipeline_coco_rehearsal.yaml"
     config.write_text("# configs/paper/pipeline_coco.yaml on the rehearsal tree (capdata/synthetic/coco_release.py)\n"
                       + yaml.safe_dump(rehearsal_pipeline(out, coco), sort_keys=False, width=1000))

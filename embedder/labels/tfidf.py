@@ -19,11 +19,11 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from capcore.errors import CapawareError
-from capdata.formats import FORMATS
+from capdata.captions import train_splits
 from capdata.records import CaptionRecords
 from embedder.labels.wordvecs import stopword_set, tokenize
 
-TRAIN_SPLITS = FORMATS["karpathy"].train_splits
+TRAIN_SPLITS = train_splits()  # Karpathy's, restval with train: a stage-one config passes its format's own
 
 
 class _Stemmer:

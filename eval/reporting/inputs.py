@@ -25,6 +25,8 @@ from capcore.run_layout import (
     read_manifest,
     resolve,
 )
+from capcore.errors import CapawareError
+from capdata.captions import ALL, detect_format, image_files, read_captions, references
 from capdata.formats import read_records
 from embedder.retrieval_report import BOUNDS
 from eval.reporting import columns
@@ -234,17 +236,14 @@ def load_captioning(run: Path) -> tuple[dict | None, list[CaptionRun], Path]:
 
 
 def karpathy_refs(path: Path) -> tuple[dict[int, list[str]], dict[int, Path]]:
-    """Ground-truth captions and image files by image id (cocoid, else imgid) of a Karpathy json."""
-    data = read_json(path)
-    refs, files = {}, {}
-    for im in (data or {}).get("images", []) if isinstance(data, dict) else []:
-        try:
-            image_id = int(im["cocoid"] if "cocoid" in im else im["imgid"])
-            refs[image_id] = [str(s.get("raw") or " ".join(s.get("tokens", []))) for s in im.get("sentences", [])]
-            files[image_id] = path.parent / im.get("filepath", "") / im["filename"]
-        except (KeyError, TypeError, ValueError):
-            continue
-    return refs, files
+    """Ground-truth captions and image files by image id of a run's caption file (any caption format, through
+    ``capdata.captions``); none when it cannot be read (the report then says what is missing)."""
+    try:
+        fmt = detect_format(path)
+        records = read_captions(path, fmt)
+    except CapawareError:
+        return {}, {}
+    return references(records, ALL, fmt), image_files(records)
 
 
 def sort_key(run: CaptionRun) -> tuple[int, int]:

@@ -1,0 +1,65 @@
+"""Caption datasets through the format table: one view of any caption format (``capdata.formats``).
+
+Every stage that reads captions (the features' image lists, the captioners' labels and validation, the
+scoring references, the probes, the reports) reads them here, by the format its config names
+(``data.format`` / ``images.format``, default ``karpathy``), and asks the view what it needs: the records,
+references by image id, image files by image id, the splits that train. So a new caption format is a reader
+plus one ``register_format`` line, and no stage parses a caption file of its own.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from capcore.errors import CapawareError
+from capdata.formats import FORMATS, Format, Source, formats_of
+from capdata.records import CaptionRecords
+
+DEFAULT = "karpathy"
+ALL = "all"
+
+
+def caption_format(name: str, where: str | Path = "format") -> Format:
+    fmt = FORMATS.get(name)
+    if fmt is None or fmt.track != "caption":
+        raise CapawareError(where, f"{name!r} is not a caption format", f"use one of {', '.join(formats_of('caption'))}")
+    return fmt
+
+
+def read_captions(annotation: str | Path, fmt: str = DEFAULT, image_root: str | Path | None = None) -> CaptionRecords:
+    """Every image of the caption file ``annotation`` in format ``fmt`` (all splits; filter with ``in_split``)."""
+    annotation = Path(annotation)
+    return caption_format(fmt, annotation).read(Source(annotation.parent, annotation,
+                                                       Path(image_root) if image_root else None, None, None))
+
+
+def train_splits(fmt: str = DEFAULT) -> tuple[str, ...]:
+    """The record splits that train (Karpathy's restval joins train, as is standard)."""
+    return caption_format(fmt).train_splits
+
+
+def in_split(records: CaptionRecords, split: str, fmt: str = DEFAULT) -> list[int]:
+    """Indices of the records of ``split``: a record split, ``train`` (the format's training splits) or ``all``."""
+    keep = train_splits(fmt) if split == "train" else None if split == ALL else (split,)
+    return [i for i, s in enumerate(records.splits) if keep is None or s in keep]
+
+
+def references(records: CaptionRecords, split: str = "test", fmt: str = DEFAULT) -> dict[int, list[str]]:
+    """{image id: its raw reference captions} of ``split`` (``in_split``), as the scorers take them."""
+    return {int(records.image_ids[i]): list(records.raw[i]) for i in in_split(records, split, fmt)}
+
+
+def image_files(records: CaptionRecords) -> dict[int, Path]:
+    return {int(i): p for i, p in zip(records.image_ids, records.image_paths)}
+
+
+def detect_format(path: str | Path) -> str:
+    """The caption format of a file named without one (a scorer's ``--refs``, a run's recorded references):
+    ``coco_captions`` for a split file (``captions`` and ``splits``), else ``karpathy``. A file that is neither
+    is then refused by that format's reader, in one line."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return DEFAULT  # the reader says what is wrong with it
+    return "coco_captions" if isinstance(data, dict) and {"captions", "splits"} <= set(data) else DEFAULT
