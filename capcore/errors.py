@@ -41,9 +41,6 @@ def run_cli(main) -> None:
 
         main = record(main)
     try:
-        from capcore import plugins  # here, not at the top: capcore.plugins raises this module's error
-
-        plugins.load()  # a user's registrations (CAPAWARE_PLUGINS) in every command, before it reads a name
         main()
     except CapawareError as err:
         print(f"\nerror: {err}", file=sys.stderr)

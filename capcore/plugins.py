@@ -4,8 +4,8 @@ A plugin is a module that registers what it adds when it is imported (``register
 ``register_core``): one file, with its registration inside it. A config names it under ``plugins:`` as a module
 name on the Python path (``mypkg.my_loss``) or as a ``.py`` file (relative paths from the config's folder).
 ``capaware run`` passes a pipeline config's plugins to every command it starts through ``CAPAWARE_PLUGINS``
-(entries joined by ``os.pathsep``), and every config loader imports those before it reads its config, so a
-stage process knows a plugin's names before it checks them.
+(entries joined by ``os.pathsep``); every config loader imports those before it reads its config, and every
+registry lookup on a name it lacks (``knows``), so a stage process knows a plugin's names before it checks them.
 
 Why a file is imported under ``capaware_plugin_<stem>``: a registration names its class as ``module:Class``
 (``f"{__name__}:MyLoss"``), and that name must mean the same module in every process that imports it again.
@@ -59,6 +59,14 @@ def import_plugins(entries, where: str) -> None:
         except Exception as err:
             raise CapawareError(where, f"plugin {entry!r} could not be imported ({type(err).__name__}: {err})",
                                 "name a module on PYTHONPATH, or a .py file (relative to the config's folder)") from None
+
+
+def knows(table: dict, name: str) -> bool:
+    """Whether a registry ``table`` holds ``name``, after importing the environment's plugins on a miss: a
+    command that meets a plugin's name without loading a config (a decoder, a report, a table) finds it too."""
+    if name not in table:
+        load()
+    return name in table
 
 
 def from_environment() -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capcore import plugins
 from capcore.errors import CapawareError
 from capdata.formats import FORMATS, Format, Source, formats_of
 from capdata.records import CaptionRecords
@@ -19,7 +20,7 @@ ALL = "all"
 
 
 def caption_format(name: str, where: str | Path = "format") -> Format:
-    fmt = FORMATS.get(name)
+    fmt = FORMATS.get(name) if plugins.knows(FORMATS, name) else None
     if fmt is None or fmt.track != "caption":
         raise CapawareError(where, f"{name!r} is not a caption format", f"use one of {', '.join(formats_of('caption'))}")
     return fmt

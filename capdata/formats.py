@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from capcore import plugins
 from capcore.errors import CapawareError
 
 TRACKS = ("pose", "layout", "caption")
@@ -69,7 +70,7 @@ def formats_of(track: str) -> tuple[str, ...]:
 
 def format_of(data) -> Format:
     """The row of ``data.format``, which must fit ``data.track``: one line naming both otherwise."""
-    fmt = FORMATS.get(data.format)
+    fmt = FORMATS.get(data.format) if plugins.knows(FORMATS, data.format) else None
     if fmt is None or fmt.track != data.track:
         raise CapawareError("data.format", f"format {data.format!r} does not fit track {data.track!r}",
                             f"use one of {formats_of(data.track) or TRACKS}")

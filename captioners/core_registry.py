@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from capcore import plugins
 from capcore.errors import CapawareError
 
 
@@ -52,14 +53,14 @@ def register_core(name: str, where: str, *, display: str, fields: tuple[str, ...
 
 
 def core_entry(name: str, where: str = "model.core") -> CoreEntry:
-    if name not in CORES:
+    if not plugins.knows(CORES, name):
         raise CapawareError(where, f"unknown core {name!r}", f"use one of {', '.join(CORES)}")
     return CORES[name]
 
 
 def display_name(core: str) -> str:
     """Table 1's name of a core; an unregistered one (an old run's, or a plugin's not loaded) shows as named."""
-    return CORES[core].display if core in CORES else core
+    return CORES[core].display if plugins.knows(CORES, core) else core
 
 
 def core_args(model) -> dict:

@@ -22,6 +22,7 @@ from PIL import Image
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError, run_cli
+from capdata.captions import detect_format, image_files, read_captions
 
 
 def read_attention(path: str | Path) -> dict:
@@ -38,9 +39,9 @@ def read_attention(path: str | Path) -> dict:
                 "grid": (int(f.attrs["grid_h"]), int(f.attrs["grid_w"]))}
 
 
-def image_paths(refs: str | Path, image_root: str | Path | None = None) -> dict[int, Path]:
+def image_paths(refs: str | Path, image_root: str | Path | None = None, fmt: str | None = None) -> dict[int, Path]:
     """Image files by image id of the caption file the captions were made for (any caption format)."""
-    return image_files(read_captions(refs, detect_format(refs), image_root))
+    return image_files(read_captions(refs, fmt or detect_format(refs), image_root))
 
 
 PANEL = 160
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--attention", required=True, help="the .h5 written by captioners.predict --attention")
     parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json (to find the image files)")
     parser.add_argument("--image-root", default=None, help="image folder when it is not next to the json")
+    parser.add_argument("--format", default=None, help="the caption format of --refs [found from the file]")
     parser.add_argument("--out", required=True, help="folder for the PNGs")
     parser.add_argument("--image-ids", type=int, nargs="*", default=None,
                         help="images to draw (default: the first --n)")
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cols", type=int, default=5)
     a = parser.parse_args(argv)
     att = read_attention(a.attention)
-    paths = image_paths(a.refs, a.image_root)
+    paths = image_paths(a.refs, a.image_root, a.format)
     row_of = {int(i): r for r, i in enumerate(att["image_id"])}
     ids = a.image_ids if a.image_ids else [int(i) for i in att["image_id"][:a.n]]
     missing = [i for i in ids if i not in row_of]

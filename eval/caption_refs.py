@@ -43,10 +43,14 @@ def load_preds(path: str | Path) -> dict[int, str]:
     return preds
 
 
-def load_refs(path: str | Path, split: str = "test") -> tuple[dict[int, list[str]], str]:
+def load_refs(path: str | Path, split: str = "test", fmt: str | None = None) -> tuple[dict[int, list[str]], str]:
     """References {image_id: [raw captions]} and which kind of file they came from: a caption file of any
-    caption format (its ``split``, ``train`` with restval, or ``all``; read by ``capdata.captions``), or one of
-    COCO's own ``captions_*.json`` files, every image of it."""
+    caption format (its ``split``, ``train`` with restval, or ``all``; read by ``capdata.captions`` as ``fmt``, found
+    from the file when not given), or one of COCO's own ``captions_*.json`` files, every image of it ("coco")."""
+    if fmt is not None:  # a caption format named by the run's config (a plugin's is never guessed)
+        if split not in (*KARPATHY_SPLITS, ALL):
+            raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
+        return references(read_captions(path, fmt), split, fmt), fmt
     data = _read_json(path, "reference captions file")
     if isinstance(data, dict) and isinstance(data.get("annotations"), list):  # a bare COCO captions file
         from capdata.readers.coco_captions import read_coco_file

@@ -11,13 +11,13 @@ from captioners.discriminative import discriminativeness
 from eval.caption_refs import load_refs
 
 
-def metrics_section(preds: dict[int, str], refs_path: str | Path) -> dict:
+def metrics_section(preds: dict[int, str], refs_path: str | Path, fmt: str | None = None) -> dict:
     """The ``discriminativeness`` entry of eval.score_captions' metrics JSON; novelty is measured against the
-    training references (train + restval) of a Karpathy json, and is None for any other references file."""
+    training references (train + restval) of a caption file with splits, and is None for a bare COCO captions file."""
     train, note = None, None
     try:
-        refs, kind = load_refs(refs_path, "train")
-        if kind == "karpathy":
+        refs, kind = load_refs(refs_path, "train", fmt)
+        if kind != "coco":  # a caption file with splits; a bare COCO captions file has none
             train = [c for caps in refs.values() for c in caps]
         else:
             note = "novelty needs training references: give a Karpathy dataset_*.json as --refs"

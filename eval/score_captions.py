@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preds", required=True, help="COCO results JSON [{image_id, caption}]")
     parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json or COCO captions_*.json")
     parser.add_argument("--split", default="test", help="Karpathy split: train (with restval) | val | test | all")
+    parser.add_argument("--format", default=None, help="the caption format of --refs (capdata.captions) [found "
+                        "from the file: karpathy, coco_captions, or a bare COCO captions_*.json]")
     parser.add_argument("--out", default=None, help="metrics JSON (default: PREDS_STEM.metrics.json next to --preds)")
     parser.add_argument("--per-image", default=None, help="also write per-image scores to this JSON")
     parser.add_argument("--no-meteor", action="store_true", default=os.environ.get("CAPAWARE_METEOR") == "off",
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
 
     preds = load_preds(a.preds)
-    refs, kind = load_refs(a.refs, a.split)
+    refs, kind = load_refs(a.refs, a.split, a.format)
     check_coverage(preds, refs, a.preds, a.refs, a.split if kind == "karpathy" else None)
     n_split = len(refs) if kind == "karpathy" else len(set(preds) & set(refs))
     s = score_captions(preds, refs, meteor=not a.no_meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
               "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),
               "config_hash": meta.get("config_hash"), "scst_signature": meta.get("scst_signature"),
               "tokenizer": s.tokenizer, "command": command}
-    report["discriminativeness"] = metrics_section(preds, a.refs)
+    report["discriminativeness"] = metrics_section(preds, a.refs, a.format)
     out = Path(a.out) if a.out else Path(a.preds).with_name(Path(a.preds).stem + ".metrics.json")
     write_text(out, json.dumps(report, indent=1, allow_nan=False))
     if a.per_image:

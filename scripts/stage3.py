@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> None:
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
     predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
                   "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
-    score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--split", "test",
-                         "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
+    score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--format", cfg.data.format,
+                         "--split", "test", "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
     grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
-    attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs,
+    attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs, "--format", cfg.data.format,
                          "--out", str(run.attention_pictures), "--n", "4"])
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,7 +120,48 @@ register_core("outside_core", f"{__name__}:OutsideCore", display="Outside core")
 """
 
 
-def test_a_loss_and_a_core_from_outside_the_package_run_through_capaware_run(tmp_path):
+TOY_FORMAT = """
+from pathlib import Path
+
+import numpy as np
+
+from capdata.formats import Format, register_format
+from capdata.records import CaptionRecords
+
+
+def read_caption_tsv(source):
+    \"\"\"image id, split, image file (relative to the tsv), caption: one caption a line.\"\"\"
+    rows = [line.split("\\t") for line in Path(source.annotation).read_text().splitlines() if line]
+    with open(str(source.annotation) + ".calls", "a") as f:  # each process that read it through the table
+        f.write("1")
+    order = list(dict.fromkeys((int(i), split, name) for i, split, name, _ in rows))
+    caps = {}
+    for i, _, _, caption in rows:
+        caps.setdefault(int(i), []).append(caption)
+    return CaptionRecords(image_paths=[Path(source.annotation).parent / name for _, _, name in order],
+                          splits=np.array([split for _, split, _ in order]),
+                          image_ids=np.array([i for i, _, _ in order], dtype=np.int64),
+                          captions=[[c.split() for c in caps[i]] for i, _, _ in order],
+                          raw=[caps[i] for i, _, _ in order])
+
+
+register_format("caption_tsv", Format("caption", "captions.tsv", read_caption_tsv, ("train", "restval")))
+"""
+
+
+def write_caption_tsv(folder):
+    """The tiny pipeline's caption set, generated as its data stage would, then rewritten as the toy TSV."""
+    from capdata.synthetic import generate_captions
+
+    json_path = generate_captions(folder, n_train=64, n_test=16, seed=0, size=64)
+    lines = [f"{im['cocoid']}\t{im['split']}\t{im['filepath']}/{im['filename']}\t{' '.join(s['tokens'])}"
+             for im in json.loads(json_path.read_text())["images"] for s in im["sentences"]]
+    json_path.unlink()  # nothing but the TSV describes the set
+    (folder / "captions.tsv").write_text("\n".join(lines) + "\n")
+    return folder / "captions.tsv"
+
+
+def test_a_loss_a_format_and_a_core_from_outside_the_package_run_through_capaware_run(tmp_path):
     import yaml
 
     from tests.pipeline_helpers import ROOT, TINY, env, table_rows
@@ -128,12 +170,18 @@ def test_a_loss_and_a_core_from_outside_the_package_run_through_capaware_run(tmp
     outside.mkdir()
     (outside / "my_loss.py").write_text(TOY_LOSS)
     (outside / "my_core.py").write_text(TOY_CORE)
+    (outside / "my_format.py").write_text(TOY_FORMAT)
+    tsv = write_caption_tsv(tmp_path / "tsv_set")
     cfg = yaml.safe_load(TINY.read_text())
     cfg["stage1"] = [cfg["stage1"][0].replace("loss: log_ratio, mining: dense", "loss: outside_regression, "
-                                              "loss_args: {power: 0.5}")]
-    assert "outside_regression" in cfg["stage1"][0]
-    cfg.update(captioners=[cfg["captioners"][0] + " model.core=outside_core"], rl=[], report=False,
-               feature_sets=["cap"], plugins=["my_loss.py", "my_core.py"])  # files beside the config
+                                              "loss_args: {power: 0.5}")
+                     + f" data.synthetic=null data.root={tsv.parent} data.format=caption_tsv model.init=none"]
+    assert "outside_regression" in cfg["stage1"][0]  # no class pretraining: it needs the synthetic scenes' boxes
+    cfg["features"] = [e + f" images.karpathy={tsv} images.format=caption_tsv" for e in cfg["features"]
+                       if "features_cap" in e]
+    cfg.update(captioners=[cfg["captioners"][0] + f" model.core=outside_core data.json={tsv} data.format=caption_tsv"],
+               rl=[], report=False, feature_sets=["cap"],
+               plugins=["my_loss.py", "my_core.py", "my_format.py"])  # files beside the config
     config = outside / "pipeline.yaml"
     config.write_text(yaml.safe_dump(cfg))
     out = subprocess.run([sys.executable, "-m", "capaware", "run", str(config), "--run", str(tmp_path / "run")],
@@ -141,6 +189,7 @@ def test_a_loss_and_a_core_from_outside_the_package_run_through_capaware_run(tmp
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert (outside / "my_loss.py.calls").read_text()  # stage one trained with the outside loss
     assert len((outside / "my_core.py.calls").read_text()) >= 2  # XE trained it, the scores stage decoded with it
+    assert len(Path(str(tsv) + ".calls").read_text()) >= 4  # data, stage one, features, prepro and scores read it
     rows = table_rows(tmp_path / "run")
     assert [(r["model"], r["features"], r["training"]) for r in rows] == [("Outside core", "Cap", "XE")]
     assert rows[0]["C"] is not None and rows[0]["n_images"] > 0

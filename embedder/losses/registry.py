@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from capcore import plugins
 from capcore.errors import CapawareError
 
 
@@ -54,7 +55,7 @@ def register_loss(name: str, where: str, *, normalised: bool, mined: bool, field
 
 
 def loss_entry(name: str, where: str = "method.loss") -> LossEntry:
-    if name not in LOSSES:
+    if not plugins.knows(LOSSES, name):
         raise CapawareError(where, f"unknown loss {name!r}", f"use one of {', '.join(LOSSES)}")
     return LOSSES[name]
 
