@@ -41,7 +41,7 @@ test-studies: venv
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
 # configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast
-# rows joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min (docs/results.md).
+# rows joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min (docs/studies/rank_n_contrast.md).
 STUDY_RUN ?= runs/study
 study: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
@@ -64,7 +64,7 @@ study-positive: venv
 
 # The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
 # captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,
-# then the pooled and grid probes (scripts/study_captioning.sh; time and machine in docs/results.md).
+# then the pooled and grid probes (scripts/study_captioning.sh; time and machine in docs/studies/caption_aware.md).
 CAPTIONING_RUN ?= runs/captioning
 CAPTIONING_SEEDS ?= 0 1 2 3 4
 study-captioning: venv

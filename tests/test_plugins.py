@@ -179,7 +179,8 @@ def test_a_loss_a_format_and_a_core_from_outside_the_package_run_through_capawar
     assert "outside_regression" in cfg["stage1"][0]  # no class pretraining: it needs the synthetic scenes' boxes
     cfg["features"] = [e + f" images.karpathy={tsv} images.format=caption_tsv" for e in cfg["features"]
                        if "features_cap" in e]
-    cfg.update(captioners=[cfg["captioners"][0] + f" model.core=outside_core data.json={tsv} data.format=caption_tsv"],
+    cfg.update(captioners=[cfg["captioners"][0] + f" model.core=outside_core data.json={tsv} data.format=caption_tsv"
+                           " train.epochs=1"],
                rl=[], report=False, feature_sets=["cap"],
                plugins=["my_loss.py", "my_core.py", "my_format.py"])  # files beside the config
     config = outside / "pipeline.yaml"
