@@ -126,9 +126,9 @@ def test_scored_runs_beside_the_tabled_ones_are_named_not_dropped_silently(tmp_p
     assert left_out(build_table(tabled)[1]) == []
     write_run(runs / "img_transformer", "transformer", feats["img"], 0.9)  # another pipeline config's run
     write_run(runs / "cap_transformer", "transformer", feats["cap"], 0.9)
-    assert left_out(build_table(tabled)[1]) == ["not in this table: 2 other scored run(s) in run/captioners (cap_transformer, img_transformer), "
-                     "from another pipeline config; python -m eval.reporting.results_table run/captioners/*/metrics_*.json --out DIR "
-                     "tables them all"]
+    assert left_out(build_table(tabled)[1]) == [
+        "not in this table: 2 other scored run(s) in run/captioners (cap_transformer, img_transformer); "
+        "python -m eval.reporting.results_table run/captioners/*/metrics_*.json --out DIR tables them all"]
     rows, notes = build_table(sorted(runs.glob("*/metrics_*.json")))  # the note's command tables every scored run
     assert len(rows) == 4 and left_out(notes) == []
 

@@ -243,8 +243,8 @@ def untabled_siblings(runs: list[str | Path]) -> list[str]:
                     if d.is_dir() and d not in folders and any(d.glob("metrics_*.json")))
     if not others:
         return []
-    return [f"not in this table: {len(others)} other scored run(s) in {_shown(parent)} ({', '.join(others)}), "
-            f"from another pipeline config; python -m eval.reporting.results_table {_shown(parent)}/*/metrics_*.json --out DIR "
+    return [f"not in this table: {len(others)} other scored run(s) in {_shown(parent)} ({', '.join(others)}); "
+            f"python -m eval.reporting.results_table {_shown(parent)}/*/metrics_*.json --out DIR "
             "tables them all"]
 
 
