@@ -17,3 +17,10 @@ def test_the_results_page_is_a_short_front_page_whose_tables_name_their_commands
     pages = re.findall(r"\]\((studies/[\w.]+\.md)\)", page)
     assert set(pages) == {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs" / "studies").glob("*.md")}
 
+
+
+def test_readme_prints_each_table_1_row_once():
+    """The LSTM rows were printed twice (the demo's table and again above the Transformer's); each row once now."""
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\|.*`(runs/demo/captioners/\w+/metrics_test\.json)` \|$", readme, re.M)
+    assert len(rows) >= 12 and len(rows) == len(set(rows)), sorted(r for r in rows if rows.count(r) > 1)
