@@ -16,7 +16,7 @@ Measured, on random inputs of the paper's shapes, with capaware's own modules:
   CPU work and not timed here);
 * captioners: one XE training step of Att2all2 and Top-Down at ``configs/paper/coco_*.yaml``'s sizes (196
   regions x 2048, COCO's 9,487 words, 5 captions per image, 16 words), bfloat16 autocast as
-  ``captioners.train`` runs it.
+  ``captioners.xe`` runs it.
 
 Each figure is the median (min) of ``--repeats`` steps after 3 warm-up steps, with the GPU synchronised
 around every step. The projections multiply the work the paper's settings imply (image passes, or

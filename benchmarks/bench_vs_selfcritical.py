@@ -14,7 +14,7 @@ by value 0.1. Steps:
   samples of at most 20 words plus the greedy baseline, CIDEr-D reward with the training set's document
   frequencies (rl.cider), mixed objective off.
 
-Each step is the code the trainers run (captioners/train.py and rl/train.py: model forward under the
+Each step is the code the trainers run (captioners/xe.py and rl/train.py: model forward under the
 precision's autocast, loss in float32, backward, clip, Adam); a mode is a ``train.precision`` and
 ``train.compile`` pair. Times are medians (min) over ``--steps`` steps on successive batches after the
 warm-up steps (which include torch.compile's compilation, reported on its own). The loss check runs

@@ -48,7 +48,7 @@ def best_checkpoint(run: str | Path) -> Path:
     path = run / "best.pt" if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "no trained captioner here", "pass RUN/captioners/NAME of a finished "
-                            "captioners.train or rl.train run (it holds best.pt), or the pipeline's RUN")
+                            "captioners.xe or rl.train run (it holds best.pt), or the pipeline's RUN")
     return path
 
 

@@ -99,7 +99,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
     dev = torch.device(device)
     torch.manual_seed(0)
     model = Captioner(core, vocab, channels, channels, embed, rnn, att_hid, 0.5, core_args=dict(core_args)).to(dev)
-    opt = adam(model.parameters(), fused=False, lr=1e-4)  # the captioners' own (captioners/trainer.py)
+    opt = adam(model.parameters(), fused=False, lr=1e-4)  # the captioners' own (captioners/loop.py)
     att = torch.rand(batch, regions, channels, device=dev)
     fc = att.mean(1)
     seq = torch.randint(1, vocab + 1, (batch, seq_per_img, max_len), device=dev)

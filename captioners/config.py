@@ -51,7 +51,7 @@ class CapModelConfig:
 
 @dataclass
 class CapLoopConfig:
-    """What every captioner training loop (captioners.trainer: XE and SCST) reads: the batches, Adam, the lr
+    """What every captioner training loop (captioners.loop: XE and SCST) reads: the batches, Adam, the lr
     schedule, clipping, the plateau stop, precision and the bookkeeping. XE and SCST extend it."""
     batch_size: int = 16  # images per batch
     epochs: int = 20  # at most; with ``patience``, training stops earlier once val CIDEr-D stops rising
@@ -96,7 +96,7 @@ class CapValConfig:
 
 @dataclass
 class CaptionerConfig(RunConfig):
-    """One captioner's cross-entropy training (python -m captioners.train): the features and captions it
+    """One captioner's cross-entropy training (python -m captioners.xe): the features and captions it
     reads, its core, the loop and how it is validated."""
     data: CapDataConfig = field(default_factory=CapDataConfig)
     model: CapModelConfig = field(default_factory=CapModelConfig)

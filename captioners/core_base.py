@@ -14,7 +14,7 @@ class CaptionCore(nn.Module, metaclass=ABCMeta):
     call (causal), which the captioner then uses instead of the word-by-word loop."""
 
     uses_fc: bool
-    uses_p_att: bool = False
+    uses_ctx2att: bool = False
     steps_at_once: bool = False
 
     def encode_grid(self, att: torch.Tensor) -> torch.Tensor:

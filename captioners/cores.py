@@ -5,7 +5,7 @@ and the Transformer (captioners/transformer_core.py) differ only here; ``caption
 A core's interface, which is all the captioner and the decoders know of it::
 
     core.uses_fc                         whether it reads the fc feature
-    core.uses_p_att                      whether the captioner projects att for it (``ctx2att``: the additive
+    core.uses_ctx2att                    whether the captioner projects att for it (``ctx2att``: the additive
                                          attention of the LSTMs); else ``core.grid_memory(att)`` does, its own way
     core.encode_grid(att [N, L, H]) -> att [N, L, H]     once per image (the Transformer's encoder; else as is)
     core.init_state(n, like) -> state    the state before the first word (``like``: a tensor of the dtype
@@ -51,7 +51,7 @@ class LSTMCore(CaptionCore):
     """What the LSTM cores share: the state ``(h, c)`` of ``[layers, N, H]`` tensors, batch in dim 1."""
 
     layers: int
-    uses_p_att = True
+    uses_ctx2att = True
     rnn_size: int
 
     def init_state(self, n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,7 +80,7 @@ class Att2all2Core(LSTMCore):
 
     def forward(self, xt, enc, state):
         prev_h, prev_c = state[0][-1], state[1][-1]
-        att_res, alpha = self.attention(prev_h, enc.att, enc.p_att)
+        att_res, alpha = self.attention(prev_h, enc.att, enc.memory)
         sums = self.i2h(xt) + self.h2h(prev_h) + self.a2h(att_res)
         H = self.rnn_size
         in_gate, forget_gate, out_gate = torch.sigmoid(sums[:, :3 * H]).chunk(3, dim=1)
@@ -109,7 +109,7 @@ class TopDownCore(LSTMCore):
     def forward(self, xt, enc, state):
         h, c = state
         h_att, c_att = self.att_lstm(torch.cat([h[1], enc.fc, xt], dim=1), (h[0], c[0]))
-        att_res, alpha = self.attention(h_att, enc.att, enc.p_att)
+        att_res, alpha = self.attention(h_att, enc.att, enc.memory)
         h_lang, c_lang = self.lang_lstm(torch.cat([att_res, h_att], dim=1), (h[1], c[1]))
         state = (torch.stack([h_att, h_lang]), torch.stack([c_att, c_lang]))
         return self.dropout(h_lang), state, alpha

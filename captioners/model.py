@@ -26,18 +26,18 @@ class Encoded:
     """Per-image tensors computed once, then reused at every step (batch dimension first)."""
     fc: torch.Tensor | None  # [N, H] (cores that read the global feature)
     att: torch.Tensor  # [N, L, H] (after the core's encode_grid)
-    p_att: torch.Tensor  # what the core's attention computes from att once per image: [N, L, A] the additive
+    memory: torch.Tensor  # what the core's attention computes from att once per image: [N, L, A] the additive
     # attention's projection (the LSTM cores), [N, layers, 2, L, H] each decoder layer's keys and values (Transformer)
 
     def index(self, idx: torch.Tensor) -> "Encoded":
-        return Encoded(None if self.fc is None else self.fc[idx], self.att[idx], self.p_att[idx])
+        return Encoded(None if self.fc is None else self.fc[idx], self.att[idx], self.memory[idx])
 
     def repeat(self, k: int) -> "Encoded":
         """Each image k times in a row (its k captions, or its k beams)."""
         if k == 1:
             return self
         rep = lambda x: None if x is None else x.repeat_interleave(k, dim=0)  # noqa: E731
-        return Encoded(rep(self.fc), rep(self.att), rep(self.p_att))
+        return Encoded(rep(self.fc), rep(self.att), rep(self.memory))
 
 
 class Captioner(nn.Module):
@@ -70,7 +70,7 @@ class Captioner(nn.Module):
         # att_cells > 0: a learned vector per grid cell, added to its embedded feature (model.att_position), so that
         # the attention knows where each cell is; zero-initialised, so training starts from the plain model
         self.att_pos = nn.Parameter(torch.zeros(att_cells, rnn_size)) if att_cells else None
-        self.ctx2att = nn.Linear(rnn_size, att_hid_size) if self.core.uses_p_att else None
+        self.ctx2att = nn.Linear(rnn_size, att_hid_size) if self.core.uses_ctx2att else None
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
 
     def set_input_stats(self, fc_mean, fc_std, att_mean, att_std) -> None:

@@ -54,7 +54,7 @@ def write_attention(path: Path, rows, grid, attrs: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True, help="best.pt of captioners.train")
+    parser.add_argument("--checkpoint", required=True, help="best.pt of captioners.xe")
     parser.add_argument("--split", default="test", help="train | val | test | all (default test)")
     parser.add_argument("--out", required=True, help="COCO results JSON to write")
     parser.add_argument("--method", default="beam", choices=METHODS)

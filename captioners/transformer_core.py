@@ -13,7 +13,7 @@ It plugs into the captioner and the decoders through the core interface of ``cap
 - ``alpha`` is the last layer's attention over the grid, averaged over its heads: what the attention
   maps and the grounding checks read;
 - each decoder layer's keys and values of the grid are projected once per image (``grid_memory``, kept
-  in ``Encoded.p_att``), not at every word: at self-critical.pytorch's sizes (6 layers, 196 cells of
+  in ``Encoded.memory``), not at every word: at self-critical.pytorch's sizes (6 layers, 196 cells of
   width 512) re-projecting them made every decoding step cost as much as the rest of the step twenty
   times over (benchmarks/bench_captioners.py).
 
@@ -83,7 +83,7 @@ class TransformerCore(CaptionCore):
     constructor and unused (it sizes the LSTMs' additive attention)."""
 
     uses_fc = False
-    uses_p_att = False
+    uses_ctx2att = False
     steps_at_once = True
 
     def __init__(self, input_encoding_size: int, rnn_size: int, att_hid_size: int, drop_prob_lm: float,
@@ -121,7 +121,7 @@ class TransformerCore(CaptionCore):
         seen = []
         for i, (layer, past) in enumerate(zip(self.decoder, state)):
             seen.append(torch.cat([past, layer.norms[0](x)], dim=1))
-            x, alpha = layer(x, seen[-1], enc.p_att[:, i])
+            x, alpha = layer(x, seen[-1], enc.memory[:, i])
         return self.dropout(self.norm(x.squeeze(1))), tuple(seen), alpha.squeeze(1)
 
     def teacher_forced(self, xt: torch.Tensor, enc) -> torch.Tensor:
@@ -129,5 +129,5 @@ class TransformerCore(CaptionCore):
         T = x.size(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # True: may not attend
         for i, layer in enumerate(self.decoder):
-            x, _ = layer(x, layer.norms[0](x), enc.p_att[:, i], causal)
+            x, _ = layer(x, layer.norms[0](x), enc.memory[:, i], causal)
         return self.dropout(self.norm(x))

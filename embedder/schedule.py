@@ -3,7 +3,7 @@
 section turns its settings into a step -> fraction function.
 
 Every schedule is a function of the step alone, so a resumed run continues the schedule of an
-uninterrupted one. (The captioners' schedule, ``captioners.trainer.lr_at``, steps down per epoch and
+uninterrupted one. (The captioners' schedule, ``captioners.loop.lr_at``, steps down per epoch and
 warms up per step: another concept, kept with the captioners.)
 """
 from __future__ import annotations

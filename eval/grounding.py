@@ -81,7 +81,7 @@ def checkpoint_of(run: str | Path) -> Path:
     path = CaptionerDir(run).best if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "captioner checkpoint not found", "pass a captioner run folder (with best.pt) "
-                            "or a checkpoint written by captioners.train / rl.train")
+                            "or a checkpoint written by captioners.xe / rl.train")
     return path
 
 

@@ -79,6 +79,6 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
     c.need(cfg.reward.sigma > 0, "reward.sigma", "must be > 0", "CIDEr-D uses 6.0")
     c.need(cfg.reward.bleu4_weight >= 0, "reward.bleu4_weight", f"{cfg.reward.bleu4_weight} is negative",
            "use 0 (CIDEr-D alone) or a positive weight")
-    c.need(bool(cfg.init), "init", "empty", "point init at the best.pt of python -m captioners.train")
+    c.need(bool(cfg.init), "init", "empty", "point init at the best.pt of python -m captioners.xe")
     c.raise_first()
     return cfg

@@ -1,12 +1,12 @@
 """Self-critical training of an XE captioner: ``python -m rl.train --config FILE [key=value ...]``.
 
 The SCST step (``scst_recipe``) inside the loop that cross-entropy training shares
-(captioners/trainer.py: resume, checkpoints, validation with pycocoevalcap's CIDEr-D, lr schedule,
+(captioners/loop.py: resume, checkpoints, validation with pycocoevalcap's CIDEr-D, lr schedule,
 clipping). Validation also runs before the first RL step, so ``best.pt`` is never worse on val than the
 XE checkpoint it started from. With ``train.keep_distinct`` > 0 a validation becomes best.pt only if
 its distinct val captions keep that share of the XE start's (``train.keep_bleu4``: and its val BLEU-4):
 SCST on the demo buys CIDEr-D by writing one safe caption for more and more images, and these are the
-checks that stop it, on val. Outputs under ``out_dir``, the same files as captioners.train
+checks that stop it, on val. Outputs under ``out_dir``, the same files as captioners.xe
 (``best.pt`` is read by captioners.predict); TensorBoard: scst/reward, scst/baseline, scst/advantage,
 scst/advantage_abs, scst/xe, scst/loss, scst/sample_length, val/cider_d, val/unique_captions,
 val/distinct_captions, val/novel_captions, val/vocab_size, val/mean_length, val/bad_endings,
@@ -43,7 +43,7 @@ from captioners.discriminative import discriminativeness
 from captioners.model import build_captioner, caption_mask, xe_loss
 from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
-from captioners.trainer import Recipe, StepContext, StepResult, StopRequested, fit, training_main
+from captioners.loop import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import corpus_bleu4, validation_refs
 from rl.cider import CiderReward, load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
@@ -67,7 +67,7 @@ def load_init(cfg: SCSTConfig, labels_path: Path, feats: Path, vocab: list[str])
     ckpt = load_checkpoint(init)
     card = CaptionerCard.of(ckpt, init)
     if "model" not in ckpt:
-        raise CapawareError(init, "captioner checkpoint without weights", "pass captioners.train's best.pt")
+        raise CapawareError(init, "captioner checkpoint without weights", "pass captioners.xe's best.pt")
     if list(card.vocab) != vocab or Path(card.labels) != labels_path.resolve():
         raise CapawareError(init, f"trained on the labels {card.labels}, not on {labels_path.resolve()}",
                             "use the data.prepro_dir the XE run used, or its matching checkpoint")
@@ -200,7 +200,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     if cfg.train.init_optimizer:
         if "optimizer" not in xe:
             raise CapawareError(cfg.init, "this XE checkpoint holds no optimizer state",
-                                "retrain it with python -m captioners.train, or set train.init_optimizer=false")
+                                "retrain it with python -m captioners.xe, or set train.init_optimizer=false")
         recipe = replace(recipe, optimizer_start=xe["optimizer"])
     return fit(cfg, recipe, model, train_set, val_set, refs, vocab, labels.max_length, card, device, progress)
 

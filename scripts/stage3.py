@@ -2,7 +2,7 @@
 ``python scripts/stage3.py {xe,scst} CONFIG [key=value ...]`` (scripts/stage3_captioners.sh and
 scripts/stage3_rl.sh call it).
 
-xe: cross-entropy training (captioners.train; labels.h5 / vocab.json written on first use) ->
+xe: cross-entropy training (captioners.xe; labels.h5 / vocab.json written on first use) ->
 scst: self-critical training from the matching XE run's best.pt (rl.train) ->
 then, for either, beam-2 captions of the test split with their attention (captioners.predict) -> caption
 metrics (eval.score_captions: pycocoevalcap, discriminativeness) -> the grounding check (eval.grounding) ->
@@ -27,7 +27,7 @@ from capcore import distributed  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from capcore.run_layout import CaptionerDir  # noqa: E402
 from captioners import predict  # noqa: E402
-from captioners import train as xe  # noqa: E402
+from captioners import xe  # noqa: E402
 from captioners.config import load_captioner_config  # noqa: E402
 from eval import attention_maps, grounding, score_captions  # noqa: E402
 from rl import train as scst  # noqa: E402

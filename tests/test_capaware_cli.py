@@ -32,7 +32,7 @@ def trained(tmp_path_factory):
     """(root, captioner run folder, the test images' paths by id, feats.h5)."""
     from capdata.synthetic import generate_captions
     from captioners.config import load_captioner_config
-    from captioners.train import train as xe_train
+    from captioners.xe import train as xe_train
     from feature_extract.config import load_features_config
     from feature_extract.dump import dump
 
@@ -243,7 +243,7 @@ def test_run_takes_config_and_run_folder_from_the_users_directory(tmp_path, monk
 def xe_beside(trained, config: str, out: str, *overrides: str) -> Path:
     """A small XE run on the fixture's data and features (another core or setting than the fixture's)."""
     from captioners.config import load_captioner_config
-    from captioners.train import train as xe_train
+    from captioners.xe import train as xe_train
 
     root, _, _, feats = trained
     xe_train(load_captioner_config(ROOT / config, [

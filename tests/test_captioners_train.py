@@ -14,7 +14,7 @@ import torch
 from capcore.errors import CapawareError
 from captioners.config import load_captioner_config
 from captioners.prepro import read_labels
-from captioners.train import StopRequested, train
+from captioners.xe import StopRequested, train
 from tests.test_captioners import tiny_caption_set
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path, core
 
     killed = overrides(tiny, tmp_path / "killed") + ["train.lr_warmup_steps=4"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", config, *killed,
+    proc = subprocess.run([sys.executable, "-m", "captioners.xe", "--config", config, *killed,
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 3, proc.stderr  # died mid-epoch, like a kill
     state = torch.load(tmp_path / "killed" / "last.pt", weights_only=True)
@@ -138,14 +138,14 @@ def test_config_errors_name_the_key(tmp_path):
 def test_cli_reports_missing_features_in_one_line(tiny, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     args = overrides(tiny, tmp_path / "run") + [f"data.features={tmp_path / 'nope.h5'}"]
-    proc = subprocess.run([sys.executable, "-m", "captioners.train", "--config", "configs/demo/demo_att2all2.yaml", *args],
+    proc = subprocess.run([sys.executable, "-m", "captioners.xe", "--config", "configs/demo/demo_att2all2.yaml", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "features file not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_warm_up_rises_linearly_to_the_lr_and_stays():
-    from captioners.trainer import warmed_lr
+    from captioners.loop import warmed_lr
 
     assert [warmed_lr(1.0, s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert warmed_lr(0.5, 0, 0) == 0.5
@@ -154,7 +154,7 @@ def test_warm_up_rises_linearly_to_the_lr_and_stays():
 
 
 def test_plateaued_counts_validations_since_the_best():
-    from captioners.trainer import plateaued
+    from captioners.loop import plateaued
 
     hist = [{"cider_d": c} for c in (0.2, 0.5, 0.4, 0.45)]
     assert not plateaued(hist, None) and not plateaued([], 1)

@@ -145,7 +145,7 @@ def captioner_args(captions, out: Path) -> list[str]:
 
 def test_captioner_two_processes_match_one(captions, tmp_path):
     from captioners.config import load_captioner_config
-    from captioners.train import StopRequested, train
+    from captioners.xe import StopRequested, train
 
     def config(out, *extra):
         return load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", captioner_args(captions, out) + list(extra))
@@ -154,7 +154,7 @@ def test_captioner_two_processes_match_one(captions, tmp_path):
     with pytest.raises(StopRequested):  # killed in one process after step 3; last.pt holds step 2
         train(config(tmp_path / "two", "train.stop_after_steps=3"), progress=False)
     spy = tmp_path / "spy"
-    run = torchrun(tmp_path, "captioners.train",
+    run = torchrun(tmp_path, "captioners.xe",
                    ["--config", "configs/demo/demo_topdown.yaml", *captioner_args(captions, tmp_path / "two")], spy)
     assert run.returncode == 0, run.stderr[-3000:]
     # 16 images in batches of 5: 4 steps an epoch, the last batch one image (rank 1: a stand-in)
@@ -190,7 +190,7 @@ def test_scst_two_processes_match_one(captions, tmp_path):
     and the same weights; killed in one process after step 3 (checkpoint at step 2, sampling RNG
     included) and resumed under torchrun."""
     from captioners.config import load_captioner_config
-    from captioners.train import train as xe_train
+    from captioners.xe import train as xe_train
     from rl.config import load_scst_config
     from rl.train import StopRequested
     from rl.train import train as rl_train

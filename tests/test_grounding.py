@@ -15,7 +15,7 @@ import pytest
 from capcore.errors import CapawareError
 from captioners.config import load_captioner_config
 from captioners.prepro import prepro
-from captioners.train import train
+from captioners.xe import train
 from eval.grounding import derangement, grounding
 from eval.grounding import main as grounding_main
 

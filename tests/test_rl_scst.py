@@ -220,7 +220,7 @@ def test_scst_raises_the_exact_expected_cider_d_of_a_toy_captioner(kind):
 def xe_run(tmp_path_factory):
     """A tiny XE captioner (16 train images, 2 x 2 x 8 features, 1 epoch) to start SCST from."""
     from captioners.config import load_captioner_config
-    from captioners.train import train as xe_train
+    from captioners.xe import train as xe_train
     from tests.test_captioners import tiny_caption_set
 
     root = tmp_path_factory.mktemp("rlloop")
@@ -238,7 +238,7 @@ def xe_run(tmp_path_factory):
 def xe_transformer_run(xe_run):
     """The same tiny set, a tiny Transformer trained one XE epoch on it."""
     from captioners.config import load_captioner_config
-    from captioners.train import train as xe_train
+    from captioners.xe import train as xe_train
 
     root, data, _ = xe_run
     xe = load_captioner_config(ROOT / "configs/demo/demo_transformer.yaml", data + [
@@ -299,11 +299,11 @@ def test_collapse_guard_picks_the_best_validation_that_keeps_distinct_captions(x
                                                                                 guard, best_epoch):
     """Val CIDEr-D rising while distinct captions and BLEU-4 fall (what SCST does on the demo): with a
     guard, best.pt is the last validation that keeps the start's share; without, the last one."""
-    from captioners import trainer
+    from captioners import loop
     from rl import train as rl_train
 
     scores, distinct, bleu = iter([0.5, 0.6, 0.7, 0.8]), iter([0.8, 0.75, 0.6, 0.5]), iter([0.3, 0.3, 0.29, 0.28])
-    monkeypatch.setattr(trainer, "corpus_cider_d", lambda preds, refs: (next(scores), None))
+    monkeypatch.setattr(loop, "corpus_cider_d", lambda preds, refs: (next(scores), None))
     monkeypatch.setattr(rl_train, "corpus_bleu4", lambda preds, refs: next(bleu))
     real = rl_train.discriminativeness
     monkeypatch.setattr(rl_train, "discriminativeness", lambda caps, seen: {**real(caps, seen),

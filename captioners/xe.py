@@ -1,8 +1,8 @@
-"""Cross-entropy training of a captioner: ``python -m captioners.train --config FILE [key=value ...]``.
+"""Cross-entropy training of a captioner: ``python -m captioners.xe --config FILE [key=value ...]``.
 
 The XE step: teacher-forced log-probs of the batch's reference captions (optionally with scheduled
 sampling) -> masked cross-entropy. The loop around it (resume, checkpoints, validation with CIDEr-D,
-lr schedule, clipping, early stopping) is captioners/trainer.py, shared with self-critical training;
+lr schedule, clipping, early stopping) is captioners/loop.py, shared with self-critical training;
 its docstring lists the files written under ``out_dir``.
 
 Under ``torchrun`` (capcore/distributed.py) every process walks the same global batches and trains
@@ -31,7 +31,7 @@ from captioners.data import CaptionDataset, on_device
 from captioners.model import Captioner, caption_mask, xe_loss
 from captioners.prepro import ensure_prepro, read_labels, read_vocab
 from captioners.speed import apply_compile
-from captioners.trainer import Recipe, StepContext, StepResult, StopRequested, fit, training_main
+from captioners.loop import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import validation_refs
 from feature_extract.stats import channel_stats
 

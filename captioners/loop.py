@@ -1,4 +1,4 @@
-"""The captioner training skeleton that cross-entropy (captioners/train.py) and self-critical
+"""The captioner training skeleton that cross-entropy (captioners/xe.py) and self-critical
 (rl/train.py) training share; they differ only in the step they hand it.
 
 One screen of loop (nanoGPT style): seeded epoch batches (sharded under torchrun) -> the recipe's
@@ -300,7 +300,7 @@ class CaptionerLoop:
 
 
 def training_main(load: Callable, train: Callable, doc: str, argv: list[str] | None) -> None:
-    """``python -m captioners.train`` / ``rl.train``: ``--config FILE [k=v ...]``, train, leave the process
+    """``python -m captioners.xe`` / ``rl.train``: ``--config FILE [k=v ...]``, train, leave the process
     group. A simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3."""
     train(load(*config_arguments(doc, argv)))
     distributed.leave()
