@@ -63,4 +63,9 @@ def detect_format(path: str | Path) -> str:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return DEFAULT  # the reader says what is wrong with it
+    return format_of_data(data)
+
+
+def format_of_data(data) -> str:
+    """``detect_format`` of a caption file already parsed (a caller that read it need not read it again)."""
     return "coco_captions" if isinstance(data, dict) and {"captions", "splits"} <= set(data) else DEFAULT

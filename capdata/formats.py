@@ -19,14 +19,13 @@ they load, and loading a config stays cheap.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from capcore import plugins
+from capcore import plugins, registry
 from capcore.errors import CapawareError
 
 TRACKS = ("pose", "layout", "caption")
@@ -58,10 +57,7 @@ def register_format(name: str, fmt: Format) -> Format:
     """Add a dataset format to the table (a second registration of one name must say the same)."""
     if fmt.track not in TRACKS:
         raise ValueError(f"format {name!r}: track {fmt.track!r} is not one of {TRACKS}")
-    if FORMATS.get(name, fmt) != fmt:
-        raise ValueError(f"format {name!r} is registered already")
-    FORMATS[name] = fmt
-    return fmt
+    return registry.add(FORMATS, name, fmt, "format")
 
 
 def formats_of(track: str) -> tuple[str, ...]:
@@ -75,11 +71,6 @@ def format_of(data) -> Format:
         raise CapawareError("data.format", f"format {data.format!r} does not fit track {data.track!r}",
                             f"use one of {formats_of(data.track) or TRACKS}")
     return fmt
-
-
-def _call(where: str, **kwargs):
-    module, _, name = where.partition(":")
-    return getattr(importlib.import_module(module), name)(**kwargs)
 
 
 def ensure_synthetic(data) -> None:
@@ -98,7 +89,7 @@ def ensure_synthetic(data) -> None:
     if partial.exists():
         shutil.rmtree(partial)
     extra = {"n_val": s.n_val} if s.n_val is not None else {}  # caption sets only (the schema says)
-    _call(generator, out=partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size, **extra)
+    registry.imported(generator)(out=partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size, **extra)
     os.replace(partial, root)
 
 

@@ -16,13 +16,11 @@ the planner read display names without a model). The core's class is imported wh
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from capcore import plugins
-from capcore.errors import CapawareError
+from capcore import plugins, registry
 
 
 @dataclass(frozen=True)
@@ -35,8 +33,7 @@ class CoreEntry:
     check: Callable | None = None
 
     def core_class(self) -> type:
-        module, _, name = self.where.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return registry.imported(self.where)
 
 
 CORES: dict[str, CoreEntry] = {}
@@ -46,16 +43,11 @@ def register_core(name: str, where: str, *, display: str, fields: tuple[str, ...
                   args: Mapping[str, float] | None = None, check: Callable | None = None) -> CoreEntry:
     """Add a core to the table (a second registration of one name must say the same)."""
     entry = CoreEntry(name, where, display, tuple(fields), MappingProxyType(dict(args or {})), check)
-    if CORES.get(name, entry) != entry:
-        raise ValueError(f"core {name!r} is registered already, as {CORES[name].where}")
-    CORES[name] = entry
-    return entry
+    return registry.add(CORES, name, entry, "core")
 
 
 def core_entry(name: str, where: str = "model.core") -> CoreEntry:
-    if not plugins.knows(CORES, name):
-        raise CapawareError(where, f"unknown core {name!r}", f"use one of {', '.join(CORES)}")
-    return CORES[name]
+    return registry.find(CORES, name, where, "core")
 
 
 def display_name(core: str) -> str:

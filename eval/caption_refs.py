@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from capcore.errors import CapawareError
-from capdata.captions import ALL, detect_format, read_captions, references
+from capdata.captions import ALL, format_of_data, read_captions, references
 from capdata.readers.karpathy import KARPATHY_SPLITS
 
 
@@ -62,7 +62,7 @@ def load_refs(path: str | Path, split: str = "test", fmt: str | None = None) -> 
     if not (isinstance(data, dict) and ({"images", "captions"} & set(data))):
         raise CapawareError(path, "neither a caption file (Karpathy dataset_*.json, a COCO split file) nor a COCO "
                             "captions_*.json", "give the Karpathy split file or COCO's annotations/captions_val2014.json")
-    fmt = detect_format(path)
+    fmt = format_of_data(data)
     if split not in (*KARPATHY_SPLITS, ALL):
         raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")
     refs = references(read_captions(path, fmt), split, fmt)

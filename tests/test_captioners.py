@@ -521,32 +521,38 @@ def test_learned_cell_positions_tell_identical_cells_apart(core):
         assert not {"att_cells", "core_args"} & set(Captioner(core, 6, 8, 8, 8, 16, 8, 0.0).args)  # older cards stay
 
 
-class WorkerPids(CaptionDataset):
-    """A dataset that says which loader process read each image."""
+class LoaderSpy(CaptionDataset):
+    """A dataset that says which loader process read each batch, and into which buffer: ``spy`` = [pid, address]."""
 
     def __getitems__(self, keys):
         batch = super().__getitems__(keys)
-        batch["image_id"] = torch.full_like(batch["image_id"], os.getpid())
+        att = batch["att"]
+        batch["spy"] = torch.tensor([os.getpid(), att.untyped_storage().data_ptr() + att.storage_offset() * att.element_size()])
         return batch
 
 
-def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs_batches(synth, tmp_path):
+def run_long_loader(synth, tmp_path):
+    """(dataset, its RunBatches, a persistent 2-worker loader over them), as the captioners' training builds one."""
     root, _ = synth
     lab = read_labels(root / "prep" / "labels.h5")
-    ds = WorkerPids(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
+    ds = LoaderSpy(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
     run = RunBatches()
-    dl = loader(ds, run, num_workers=2, persistent=True)
+    return ds, run, loader(ds, run, num_workers=2, persistent=True)
+
+
+def test_a_run_long_loader_keeps_its_workers_across_epochs_and_gives_each_epochs_batches(synth, tmp_path):
+    ds, run, dl = run_long_loader(synth, tmp_path)
     pids, orders = [], []
     for epoch in (1, 2):
         batches = run.use(EpochBatches(len(ds), 4, seed=0, epoch=epoch))
         got = list(dl)
-        pids.append({int(p) for b in got for p in b["image_id"]})
+        pids.append({int(b["spy"][0]) for b in got})
         orders.append([b["index"].tolist() for b in got])
         assert orders[-1] == [[i for _, i in keys] for keys in batches]  # this epoch's batches, in order
     assert orders[0] != orders[1]  # epochs differ
     assert pids[0] == pids[1] and os.getpid() not in pids[0]  # the same worker processes read both epochs
     fresh = loader(ds, EpochBatches(len(ds), 4, seed=0, epoch=1), num_workers=2)
-    assert {int(p) for b in fresh for p in b["image_id"]}.isdisjoint(pids[0])  # a loader per epoch: new ones
+    assert {int(b["spy"][0]) for b in fresh}.isdisjoint(pids[0])  # a loader per epoch: new ones
 
 
 def test_a_batch_read_whole_equals_the_images_read_one_by_one(synth, tmp_path):
@@ -560,22 +566,8 @@ def test_a_batch_read_whole_equals_the_images_read_one_by_one(synth, tmp_path):
         assert whole[name].dtype == one_by_one[name].dtype and torch.equal(whole[name], one_by_one[name]), name
 
 
-class SlotSpy(CaptionDataset):
-    """A dataset that says which buffer of which worker each batch was read into."""
-
-    def __getitems__(self, keys):
-        batch = super().__getitems__(keys)
-        where = batch["att"].untyped_storage().data_ptr() + batch["att"].storage_offset() * batch["att"].element_size()
-        batch["where"] = torch.tensor([os.getpid(), where])
-        return batch
-
-
 def test_loader_workers_reuse_a_few_shared_buffers_and_the_loop_owns_every_batch_it_is_handed(synth, tmp_path):
-    root, _ = synth
-    lab = read_labels(root / "prep" / "labels.h5")
-    ds = SlotSpy(write_feats(tmp_path / "feats.h5", lab.image_ids), lab, "train")
-    run = RunBatches()
-    dl = loader(ds, run, num_workers=2, persistent=True)
+    ds, run, dl = run_long_loader(synth, tmp_path)
     held, epochs = [], []
     for epoch in (1, 2, 3):  # 6 batches an epoch: 9 batches for each worker over the run
         epochs.append(list(run.use(EpochBatches(len(ds), 2, seed=0, epoch=epoch))))
@@ -589,7 +581,7 @@ def test_loader_workers_reuse_a_few_shared_buffers_and_the_loop_owns_every_batch
         assert torch.equal(b["att"], collate([ds[i] for i in k])["att"]) and torch.equal(b["fc"], ds.read_rows(b["index"])["fc"])
     buffers = {}
     for b in held:
-        pid, where = b["where"].tolist()
+        pid, where = b["spy"].tolist()
         buffers.setdefault(pid, []).append(where)
     assert len(buffers) == 2 and os.getpid() not in buffers
     for used in buffers.values():  # each worker cycles through PREFETCH + 1 buffers

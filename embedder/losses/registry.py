@@ -18,13 +18,11 @@ class is imported when a row trains.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from capcore import plugins
-from capcore.errors import CapawareError
+from capcore import registry
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,7 @@ class LossEntry:
     args: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
     def loss_class(self) -> type:
-        module, _, name = self.where.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return registry.imported(self.where)
 
 
 LOSSES: dict[str, LossEntry] = {}
@@ -48,16 +45,11 @@ def register_loss(name: str, where: str, *, normalised: bool, mined: bool, field
                   args: Mapping[str, float] | None = None) -> LossEntry:
     """Add a loss to the table (a second registration of one name must say the same)."""
     entry = LossEntry(name, where, normalised, mined, tuple(fields), MappingProxyType(dict(args or {})))
-    if LOSSES.get(name, entry) != entry:
-        raise ValueError(f"loss {name!r} is registered already, as {LOSSES[name].where}")
-    LOSSES[name] = entry
-    return entry
+    return registry.add(LOSSES, name, entry, "loss")
 
 
 def loss_entry(name: str, where: str = "method.loss") -> LossEntry:
-    if not plugins.knows(LOSSES, name):
-        raise CapawareError(where, f"unknown loss {name!r}", f"use one of {', '.join(LOSSES)}")
-    return LOSSES[name]
+    return registry.find(LOSSES, name, where, "loss")
 
 
 def loss_args(method) -> dict[str, float]:
