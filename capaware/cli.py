@@ -1,7 +1,7 @@
 """The ``capaware`` command: one entry point for the jobs users of the toolkit have.
 
     capaware demo                        the whole pipeline on the embedded default (make demo)
-    capaware run CONFIG [--from S] ...   the staged pipeline of a pipeline config (scripts/pipeline.sh)
+    capaware run CONFIG [--from S] ...   the staged pipeline of a pipeline config (capaware/pipeline.sh)
     capaware caption --model M IMAGES    caption your own images with an exported model
     capaware export RUN/captioners/NAME  pack a trained captioner into one .capaware file
     capaware score --preds P --refs R    BLEU/METEOR/ROUGE-L/CIDEr-D/SPICE (eval.score_captions)
@@ -10,10 +10,12 @@
     capaware doctor                      what this machine has: Java, METEOR, SPICE, torch, weights
 
 ``score``, ``grounding`` and ``doctor`` hand their arguments to the ``python -m`` module that does the
-job (which keeps working on its own); ``demo`` and ``run`` run the shell pipeline of a checkout.
+job (which keeps working on its own); ``demo`` and ``run`` run the staged pipeline (capaware/pipeline.sh,
+planned by capaware.pipeline_plan, each stage's work by capaware.stage), from an editable or a plain install.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import Callable
 from capcore.errors import CapawareError, run_cli
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+PIPELINE = Path(__file__).with_name("pipeline.sh")
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,28 @@ class Command:
     usage: str = ""  # the shell scripts' usage (the Python commands print their argparse help)
 
 
-def shell(script: str, args: list[str]) -> int:
-    """Run a pipeline script of the checkout capaware was installed from (editable install)."""
-    path = CHECKOUT / "scripts" / script
-    if not path.is_file():
-        raise CapawareError(path, "not found: demo and run need a checkout of capaware",
-                            "git clone it and pip install -e . there, or use the python -m entry points")
-    return subprocess.call(["bash", str(path), *args], cwd=CHECKOUT)
+def project_folder() -> Path:
+    """Where the pipeline runs, and what the paths inside its configs are relative to: the checkout capaware is
+    installed from (an editable install; the shipped configs name their files from it), else the directory
+    you are in (a non-editable install: your own configs)."""
+    if (CHECKOUT / "configs").is_dir() and (CHECKOUT / "pyproject.toml").is_file():
+        return CHECKOUT
+    return Path.cwd()
+
+
+def pipeline(args: list[str]) -> int:
+    """Run the staged pipeline (capaware/pipeline.sh, shipped in the package) with this interpreter first on
+    PATH: every command it plans starts ``python``, which must be the one capaware is installed in."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.call(["bash", str(PIPELINE), *args], cwd=project_folder(), env=dict(os.environ, PATH=path))
+
+
+def demo(args: list[str]) -> int:
+    config = CHECKOUT / "configs" / "demo" / "pipeline_demo.yaml"
+    if not config.is_file():
+        raise CapawareError(config, "not found: the demo's configs come with a checkout of capaware",
+                            "git clone it and run `make demo` there, or `capaware run` your own pipeline config")
+    return pipeline([str(config.relative_to(CHECKOUT)), *from_here(args, config_first=False)])
 
 
 def from_here(args: list[str], config_first: bool) -> list[str]:
@@ -69,17 +87,18 @@ def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
 COMMANDS = {
     "demo": Command("the whole pipeline on the embedded default, every output under runs/demo (make demo)",
                     "capaware demo   # or: capaware demo --from captioners --force",
-                    lambda a: shell("demo.sh", from_here(a, config_first=False)),
+                    demo,
                     "capaware demo [--from STAGE] [--to STAGE] [--force] [--run DIR]"),
     "run": Command("the staged pipeline of a pipeline config: data stage1 features captioners rl scores report",
                    "capaware run configs/paper/pipeline_paper.yaml --from features --to captioners",
-                   lambda a: shell("pipeline.sh", from_here(a, config_first=True)),
+                   lambda a: pipeline(from_here(a, config_first=True)),
                    "capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]\n"
                    "                    [--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]\n"
                    "  --nproc: stage one, XE and SCST under torchrun with N processes per machine\n"
                    "  a finished stage with the same inputs is skipped; a killed run resumes; --force redoes\n"
                    "  CONFIG and --run DIR are taken from the directory you are in; paths inside configs\n"
-                   "  (data folders, stage configs, a config's run_dir) from the capaware checkout"),
+                   "  (data folders, stage configs, a config's run_dir) from the capaware checkout when\n"
+                   "  capaware is installed from one (pip install -e), else from the directory you are in"),
     "caption": Command("caption your own images (files or folders) with an exported .capaware model",
                        "capaware caption --model model.capaware photos/ --out preds.json --attention att/",
                        delegate("capaware.caption_cli", "caption")),

@@ -118,7 +118,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
                 if kind == "greedy":
                     decoding.greedy(model, fc, att, max_len)
                 else:
-                    decoding.beam_search(model, fc, att, 2, max_len)  # the test split's (scripts/stage3.py)
+                    decoding.beam_search(model, fc, att, 2, max_len)  # the test split's (capaware.stage)
             return
         opt.zero_grad(set_to_none=True)
         loss.backward()

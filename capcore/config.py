@@ -20,7 +20,7 @@ from capcore.fingerprint import bookkeeping, unset_added_later
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 """A training config's ``precision`` values (capcore.device resolves them); here, without torch, so that
-loading a config (scripts/pipeline_plan.py does it dozens of times per run) does not import torch."""
+loading a config (capaware.pipeline_plan does it dozens of times per run) does not import torch."""
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A pipeline config (``configs/*/pipeline_*.yaml``): the stage configs of one run, each with its overrides.
 
-Read by scripts/pipeline_plan.py, which turns it into each stage's commands, and by ``capaware doctor
+Read by capaware.pipeline_plan, which turns it into each stage's commands, and by ``capaware doctor
 --config``, which checks what its stages need; so both read one schema.
 """
 from __future__ import annotations

@@ -128,7 +128,7 @@ class StudyDir(_Folder):
 
 @dataclass(frozen=True)
 class CaptionerDir(_Folder):
-    """A captioner run, XE or SCST (the config's out_dir; scripts/stage3.py fills it)."""
+    """A captioner run, XE or SCST (the config's out_dir; capaware.stage fills it)."""
 
     def _file(self, name: str) -> Path:
         return self.root / name

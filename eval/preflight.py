@@ -27,7 +27,7 @@ from capcore.errors import CapawareError
 from eval import captions_java as jv
 
 JAVA_STAGES = ("captioners", "rl")
-"""Stages whose commands score captions with Java tools (scripts/stage3.py: eval.score_captions)."""
+"""Stages whose commands score captions with Java tools (capaware.stage: eval.score_captions)."""
 
 WIDE = ("resnet50", "resnet101", "resnet152")
 """Trunks with a 2048-channel layer4; the others (resnet10, 18, 34) have 512."""

@@ -40,7 +40,7 @@ from capcore.atomic import write_text  # noqa: E402
 from capcore.cpu_isa import cpu_line  # noqa: E402
 from capcore.errors import CapawareError, run_cli  # noqa: E402
 from eval.reporting import results_seeds, results_table, scst_recipes  # noqa: E402
-from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
+from capaware.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
 def recipes(xe_weights: list[float], bleu4_weights: list[float] = (0.0,)) -> dict[str, list[str]]:
@@ -57,9 +57,9 @@ def recipes(xe_weights: list[float], bleu4_weights: list[float] = (0.0,)) -> dic
 
 
 def parse(cmd: str) -> tuple[str, str, str]:
-    """("bash scripts/stage3_X.sh CONFIG run_dir=R data.features=F") -> (CONFIG, features, model name)."""
+    """("python -m capaware.stage scst CONFIG run_dir=R data.features=F") -> (CONFIG, features, model name)."""
     words = shlex.split(cmd)
-    config = words[2]
+    config = next(w for w in words if w.endswith((".yaml", ".yml")))
     feats = [w.split("=", 1)[1] for w in words if w.startswith("data.features=")][-1]
     model = Path(config).stem.removeprefix("demo_").removeprefix("coco_").removesuffix("_scst")
     return config, feats, model

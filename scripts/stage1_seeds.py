@@ -31,7 +31,7 @@ from capcore.errors import CapawareError, run_cli  # noqa: E402
 from capcore.run_layout import RunDir, StudyDir  # noqa: E402
 from embedder.config import LATER_ROWS  # noqa: E402
 from eval.reporting.retrieval_seeds import REFERENCE  # noqa: E402
-from scripts.pipeline_plan import Plan, load_pipeline  # noqa: E402
+from capaware.pipeline_plan import Plan, load_pipeline  # noqa: E402
 
 
 def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:

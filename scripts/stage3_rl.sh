@@ -7,10 +7,7 @@
 #   best.pt last.pt history.json tb/ preds_test.json preds_test.meta.json metrics_test.json
 #   per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
 # Usage: scripts/stage3_rl.sh CONFIG [key=value ...]   e.g. configs/demo/demo_topdown_scst.yaml data.features=cap
-# Runs scripts/stage3.py (every step in one process). Reruns resume training (a finished run is not
-# retrained) and redo the cheap steps. One thread per process by default (set OMP_NUM_THREADS to change it).
+# The same as `python -m capaware.stage scst CONFIG ...`, the pipeline's
+# command (every step in one process). Reruns resume training (a finished run is not retrained) and redo the cheap steps. One thread per process by default (set OMP_NUM_THREADS to change it).
 set -euo pipefail
-config=${1:?usage: $0 CONFIG [key=value ...]}
-shift
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-exec ${CAPAWARE_LAUNCH:-python} "$(dirname "$0")/stage3.py" scst "$config" "$@"  # CAPAWARE_LAUNCH: torchrun (pipeline.sh --nproc)
+exec python -m capaware.stage scst "${@:?usage: $0 CONFIG [key=value ...]}"

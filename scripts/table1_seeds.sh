@@ -25,16 +25,18 @@ while (($#)); do
 done
 ((${#seeds[@]})) || { echo "error: no seeds given; $usage" >&2; exit 2; }
 results_root=${results_root:-$run/results/captioning_seeds}
-plan() { python scripts/pipeline_plan.py "$config" --run "$run" "$@"; }
+plan() { python -m capaware.pipeline_plan "$config" --run "$run" "$@"; }
 mapfile -t xe < <(plan commands captioners)
 mapfile -t rl < <(plan commands rl)
 jobs=${jobs:-$(plan jobs captioners)}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # the captioners are tiny: one thread each, $jobs at a time
 
+config_of() { grep -oE '[^ ]+\.ya?ml' <<<"$1" | head -n 1; }  # a planned command's stage config
+
 target() {  # CMD SEED -> "OUT OVERRIDES...": the run folder a command writes for a seed, and its overrides
   local cmd=$1 seed=$2 feats stage_config model xe_model root
   feats=$(grep -o 'data\.features=[^ ]*' <<<"$cmd" | tail -n 1); feats=${feats#data.features=}
-  stage_config=$(awk '{print $3}' <<<"$cmd")
+  stage_config=$(config_of "$cmd")
   model=$(basename "$stage_config" .yaml); model=${model#demo_}; model=${model#coco_}
   xe_model=${model%_scst}
   if ((seed == 0)); then root="$run/captioners"; else root="$run/seeds/s$seed/captioners"; fi
@@ -50,7 +52,7 @@ run_one() {  # CMD SEED: train and score one run unless it is done (its last out
   spec=$(target "$1" "$2"); out=${spec%% *}; over=${spec#"$out"}
   mkdir -p "$(dirname "$out")"
   [[ -f $out/grounding_test.json && $out/grounding_test.json -nt $out/best.pt ]] && return 0
-  echo "[seed $2] ${1#bash scripts/} -> $out"
+  echo "[seed $2] ${1#python -m capaware.stage } -> $out"
   bash -c "$1$over" >"$out.log" 2>&1 || { echo "error: seed $2 failed; see $out.log" >&2; return 1; }
 }
 
@@ -58,9 +60,9 @@ chain() {  # SEED XE_CMD: an XE run, then every SCST run of the same model and f
   local seed=$1 xe_cmd=$2 feats cfg rl_cmd
   run_one "$xe_cmd" "$seed" || return 1
   feats=$(grep -o 'data\.features=[^ ]*' <<<"$xe_cmd" | tail -n 1)
-  cfg=$(basename "$(awk '{print $3}' <<<"$xe_cmd")" .yaml)
+  cfg=$(basename "$(config_of "$xe_cmd")" .yaml)
   for rl_cmd in "${rl[@]}"; do
-    [[ $(basename "$(awk '{print $3}' <<<"$rl_cmd")" .yaml) == "${cfg}_scst" ]] || continue
+    [[ $(basename "$(config_of "$rl_cmd")" .yaml) == "${cfg}_scst" ]] || continue
     [[ " $rl_cmd " == *" $feats "* ]] || continue  # the whole token: data.features=cap is not data.features=cap2
     run_one "$rl_cmd" "$seed" || return 1
   done

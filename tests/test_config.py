@@ -70,7 +70,7 @@ def loader_of(name: str):
 
         return load_declaration
     if name.startswith("pipeline_"):
-        return lambda path: subprocess.run([sys.executable, "scripts/pipeline_plan.py", str(path), "validate"],
+        return lambda path: subprocess.run([sys.executable, "-m", "capaware.pipeline_plan", str(path), "validate"],
                                            cwd=ROOT, capture_output=True, text=True, check=False)
     if "_features_" in name:
         return load_features_config

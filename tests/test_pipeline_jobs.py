@@ -28,7 +28,7 @@ def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream
     assert [r for r in rows if r["features"] == "Cap"] == table_rows(one)  # 2 at a time = one at a time
     for stage in ("captioners", "rl"):  # every command's output reached the stage log
         log = (two / "logs" / f"{stage}.log").read_text()
-        assert log.count("$ bash scripts/stage3_") == 2 and not list((two / "logs").glob("*.part*"))
+        assert log.count("$ python -m capaware.stage ") == 2 and not list((two / "logs").glob("*.part*"))
 
     seeds = subprocess.run(["bash", "scripts/table1_seeds.sh", str(config2), str(two), "0", "1",
                             "--machine", "test"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)

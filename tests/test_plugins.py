@@ -5,7 +5,8 @@ The toy loss and the toy reader live in tests/toy_plugins/; the first test regis
 and runs a whole stage-one study on them: the config check accepts their names, the study reads the
 CSV through ``capdata.formats`` and trains and evaluates a row with the toy loss. The last test writes a loss
 and a core, each one file with its registration inside, beside a pipeline config that names them under
-``plugins:``, and runs the tiny pipeline on them as a user would.
+``plugins:``, and runs the tiny pipeline on them as a user would: from capaware installed with ``pip install .``
+(not editable) into a venv of its own, in a folder outside the checkout that holds the user's configs.
 """
 import csv
 import json
@@ -88,19 +89,31 @@ def test_unregistered_names_stop_at_the_config_with_their_fix(tmp_path, registri
 
 
 TOY_LOSS = """
+import torch
+
+from embedder.losses.base import LossBatch, RowLoss
 from embedder.losses.registry import register_loss
-from tests.toy_plugins.toy_loss import DistanceRegressionLoss as Base
 
 
-class OutsideLoss(Base):
-    def forward(self, batch):
+class OutsideLoss(RowLoss):
+    \"\"\"The toy loss of tests/toy_plugins/toy_loss.py, self-contained: distances regressed onto labels.\"\"\"
+
+    def __init__(self, method, args, train):
+        super().__init__(method, args, train)
+        self.power = float(args["power"])
+
+    def forward(self, batch: LossBatch) -> torch.Tensor:
         with open(__file__ + ".calls", "a") as f:  # the stage-one process says it used this file
             f.write("1")
-        return super().forward(batch)
+        diff = batch.emb[batch.anchors.to(batch.emb.device)][:, None] - batch.emb[None]
+        dist = (diff.pow(2).sum(-1) + 1e-12).sqrt()
+        target = batch.label_dist.to(dist.device) ** self.power
+        return ((dist / dist.mean() - target / target.mean().clamp_min(1e-12)) ** 2).mean()
 
 
 register_loss("outside_regression", f"{__name__}:OutsideLoss", normalised=False, mined=False, args={"power": 1.0})
 """
+
 
 TOY_CORE = """
 from captioners.core_registry import register_core
@@ -161,11 +174,57 @@ def write_caption_tsv(folder):
     return folder / "captions.tsv"
 
 
-def test_a_loss_a_format_and_a_core_from_outside_the_package_run_through_capaware_run(tmp_path):
+def plain_install(venv: Path) -> Path:
+    """capaware installed from the checkout with ``pip install .`` (not editable) into a new venv, which reuses
+    the test venv's dependencies (a .pth line naming its site-packages; an editable capaware there is not
+    seen: .pth files in a folder named by a .pth line are not read). Returns the venv's ``capaware`` command."""
+    import shutil
+    import site
+    import sysconfig
+    import tomllib
+
+    from tests.pipeline_helpers import ROOT
+
+    source = venv.parent / "source"  # a copy: building in the checkout would write build/ and egg-info there
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    setuptools_find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    for package in (pattern.rstrip("*") for pattern in setuptools_find["include"]):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    deps = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
+    (Path(purelib) / "test_venv_dependencies.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    build = ["--no-build-isolation"] if _has("setuptools") else []  # the test venv's setuptools builds it
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", *build,
+                    str(source)], check=True, capture_output=True)
+    return venv / "bin" / "capaware"
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def test_a_loss_a_format_and_a_core_from_outside_run_through_capaware_run_from_a_plain_install(tmp_path):
+    import shutil
+
     import yaml
 
     from tests.pipeline_helpers import ROOT, TINY, env, table_rows
 
+    capaware = plain_install(tmp_path / "venv")
+    project = tmp_path / "project"  # the user's folder: their configs, outside the checkout
+    shutil.copytree(ROOT / "configs" / "demo", project / "configs" / "demo")
+    user_env = {k: v for k, v in env().items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(capaware.with_name("python")), "-c", "import capaware, embedder; "
+                            "print(capaware.__file__); print(embedder.__file__)"],
+                           cwd=project, env=user_env, capture_output=True, text=True, check=True).stdout.split()
+    assert all(str(tmp_path / "venv") in w and str(ROOT) not in w for w in where), where
     outside = tmp_path / "my_plugins"
     outside.mkdir()
     (outside / "my_loss.py").write_text(TOY_LOSS)
@@ -185,8 +244,8 @@ def test_a_loss_a_format_and_a_core_from_outside_the_package_run_through_capawar
                plugins=["my_loss.py", "my_core.py", "my_format.py"])  # files beside the config
     config = outside / "pipeline.yaml"
     config.write_text(yaml.safe_dump(cfg))
-    out = subprocess.run([sys.executable, "-m", "capaware", "run", str(config), "--run", str(tmp_path / "run")],
-                         cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    out = subprocess.run([str(capaware), "run", str(config), "--run", str(tmp_path / "run")],
+                         cwd=project, env=user_env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert (outside / "my_loss.py.calls").read_text()  # stage one trained with the outside loss
     assert len((outside / "my_core.py.calls").read_text()) >= 2  # XE trained it, the scores stage decoded with it

@@ -42,7 +42,7 @@ def test_without_java_the_pipeline_stops_before_its_first_stage_with_the_install
 
 
 def test_stages_that_score_nothing_need_no_java(tmp_path):
-    plan = ["python", "scripts/pipeline_plan.py", str(TINY), "--run", str(tmp_path / "run"), "preflight"]
+    plan = ["python", "-m", "capaware.pipeline_plan", str(TINY), "--run", str(tmp_path / "run"), "preflight"]
     no_java = fake_java(tmp_path)
     assert subprocess.run(plan + ["data", "features"], cwd=ROOT, env=no_java, capture_output=True).returncode == 0
     late = subprocess.run(plan + ["rl", "report"], cwd=ROOT, env=no_java, capture_output=True, text=True)

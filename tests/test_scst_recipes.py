@@ -137,5 +137,5 @@ def test_recipe_grid_changes_one_setting_between_neighbours():
         assert set(grid[name]) <= set(wider[name])
         flipped = name.replace("-eos-", "-noeos-") if "-eos-" in name else name.replace("-noeos-", "-eos-")
         assert sum(a != b for a, b in zip(over, grid[flipped])) == 1
-    assert parse("bash scripts/stage3_rl.sh configs/demo/demo_topdown_scst.yaml run_dir=r data.features=cap") == \
+    assert parse("python -m capaware.stage scst configs/demo/demo_topdown_scst.yaml run_dir=r data.features=cap") == \
         ("configs/demo/demo_topdown_scst.yaml", "cap", "topdown")

@@ -1,4 +1,4 @@
-"""What scripts/pipeline.sh runs: ``python scripts/pipeline_plan.py CONFIG [--run DIR] ACTION [STAGE]``.
+"""What capaware/pipeline.sh runs: ``python -m capaware.pipeline_plan CONFIG [--run DIR] ACTION [STAGE]``.
 
 A pipeline config (``configs/*/pipeline_*.yaml``) lists the stage configs of one run; this script turns
 it into the shell commands of each stage, the outputs a stage owns (for ``--force``) and a fingerprint
@@ -28,19 +28,17 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-
-from capcore.config import config_files  # noqa: E402
-from capcore.errors import CapawareError, run_cli  # noqa: E402
-from capcore.pipeline_config import Entry, load_pipeline  # noqa: E402,F401 (load_pipeline: scripts import it from here)
-from capcore.run_layout import RunDir  # noqa: E402
+from capcore.config import config_files
+from capcore.errors import CapawareError, run_cli
+from capcore.pipeline_config import Entry, PipelineConfig, load_pipeline
+from capcore.run_layout import RunDir
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
 PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
-DISTRIBUTED_STAGES = ("stage1", "captioners", "rl")
-"""Stages whose commands train with capcore.distributed: under torchrun with ``pipeline.sh --nproc``."""
 """Stages whose commands are independent (one dataset, study or captioner run each): ``jobs`` at a time,
-each with its share of the cores (scripts/pipeline.sh)."""
+each with its share of the cores (capaware/pipeline.sh)."""
+DISTRIBUTED_STAGES = ("stage1", "captioners", "rl")
+"""Stages whose commands train with capcore.distributed: under torchrun with ``capaware run --nproc``."""
 
 
 class Plan:
@@ -56,6 +54,7 @@ class Plan:
     # -- what each stage runs -------------------------------------------------------------------
     def commands(self, stage: str) -> list[str]:
         py = "python"
+        stage_cmd = f"{py} -m capaware.stage"  # capaware/stage.py: one stage config's work in one process
         if stage == "data":
             seen, out = set(), []  # one command per dataset folder: a class-pretraining set is a command of
             for e in self.longest_first():  # its own, so that it is generated beside the track sets
@@ -68,13 +67,13 @@ class Plan:
                         out.append(f"{py} -m embedder.prepare --only {only} --config {e.args()}")
             return out
         if stage == "stage1":
-            return [f"bash scripts/stage1_embedder.sh {e.args()}" for e in self.longest_first()]
+            return [f"{stage_cmd} stage1 {e.args()}" for e in self.longest_first()]
         if stage == "features":
-            return [f"bash scripts/stage2_features.sh {e.args()}" for e in self.features]
+            return [f"{stage_cmd} features {e.args()}" for e in self.features]
         if stage == "captioners":
-            return [f"bash scripts/stage3_captioners.sh {e.args()}" for e in self.captioners]
+            return [f"{stage_cmd} xe {e.args()}" for e in self.captioners]
         if stage == "rl":
-            return [f"bash scripts/stage3_rl.sh {e.args()}" for e in self.rl]
+            return [f"{stage_cmd} scst {e.args()}" for e in self.rl]
         if stage == "scores":
             runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
             out = [f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
@@ -146,7 +145,7 @@ class Plan:
         return [f"{n} stage configs (with their overrides) valid"]
 
     def pending(self, first: str, last: str, force: bool = False) -> list[str]:
-        """The stages of first..last that scripts/pipeline.sh would run: forced, or no marker with this fingerprint."""
+        """The stages of first..last that capaware/pipeline.sh would run: forced, or no marker with this fingerprint."""
         stages = STAGES[STAGES.index(first):STAGES.index(last) + 1]
         marker = RunDir(self.run).root / ".pipeline"
         return [s for s in stages if force or not (marker / f"{s}.done").is_file()
@@ -206,7 +205,7 @@ def load_stage_config(kind: str, config: str, overrides: tuple[str, ...]):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="scripts/pipeline_plan.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m capaware.pipeline_plan", description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--run", default=None, help="run folder (overrides run_dir of the pipeline config)")
     parser.add_argument("action", choices=("stages", "commands", "outputs", "fingerprint", "run-dir", "tables", "jobs",

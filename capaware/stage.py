@@ -1,0 +1,93 @@
+"""One pipeline command: ``python -m capaware.stage {stage1,features,xe,scst} CONFIG [key=value ...]``.
+
+The pipeline (capaware/pipeline.sh, planned by capaware.pipeline_plan) runs each stage's work as these
+commands, so that they live in the package and run from a non-editable install (issue #48):
+
+- ``stage1``: train every method of a stage-one config, evaluate retrieval, write its tables (embedder.study);
+- ``features``: dump a backbone's att/fc features to HDF5, then verify them, in one process (feature_extract);
+- ``xe``: cross-entropy training (captioners.xe; labels.h5 / vocab.json written on first use);
+- ``scst``: self-critical training from the matching XE run's best.pt (rl.train).
+
+After ``xe`` or ``scst``, in the same process: beam-2 captions of the test split with their attention
+(captioners.predict), caption metrics (eval.score_captions: pycocoevalcap, discriminativeness), the
+grounding check (eval.grounding) and per-word attention pictures of 4 test images (eval.attention_maps),
+into the config's out_dir, named by capcore.run_layout.CaptionerDir. One process instead of one per step:
+each Python start that imports torch costs seconds, and the demo runs eight of these.
+
+Under ``capaware run --nproc N`` the pipeline sets ``CAPAWARE_LAUNCH`` (capcore.launch, torchrun): stage one,
+XE and SCST then start again under it, one process per rank. Reruns resume training (a finished run is not
+retrained) and redo the cheap steps. XE and SCST default to one thread per process (the LSTMs are small;
+set OMP_NUM_THREADS to change it).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+KINDS = ("stage1", "features", "xe", "scst")
+LAUNCHED = ("stage1", "xe", "scst")
+"""The kinds that train with capcore.distributed, so run under torchrun when the pipeline asks for it."""
+USAGE = "usage: python -m capaware.stage {stage1,features,xe,scst} CONFIG [key=value ...]"
+
+
+def relaunch(argv: list[str]) -> None:
+    """Start this command again under ``$CAPAWARE_LAUNCH`` (torchrun), unless it already runs under it."""
+    launch = os.environ.get("CAPAWARE_LAUNCH", "")
+    if launch and argv[0] in LAUNCHED and "TORCHELASTIC_RUN_ID" not in os.environ:
+        sys.stdout.flush()
+        command = [*shlex.split(launch), "-m", "capaware.stage", *argv]
+        os.execvp(command[0], command)
+
+
+def captioner(kind: str, config: str, overrides: list[str]) -> None:
+    from capcore import distributed
+    from capcore.run_layout import CaptionerDir
+    from captioners import predict, xe
+    from captioners.config import load_captioner_config
+    from eval import attention_maps, grounding, score_captions
+    from rl import train as scst
+    from rl.config import load_scst_config
+
+    if kind == "xe":
+        cfg = load_captioner_config(config, overrides)
+        xe.train(cfg)
+    else:
+        cfg = load_scst_config(config, overrides)
+        scst.train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
+    distributed.leave()
+    if distributed.launched_rank() != 0:  # under torchrun (--nproc) rank 0 alone decodes and scores
+        return
+    run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
+    predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
+                  "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
+    score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--format", cfg.data.format,
+                         "--split", "test", "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
+    grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
+    attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs, "--format", cfg.data.format,
+                         "--out", str(run.attention_pictures), "--n", "4"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    from capcore.errors import CapawareError
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] not in KINDS:
+        raise CapawareError("capaware.stage", "needs a kind (stage1, features, xe or scst) and a config", USAGE)
+    relaunch(argv)
+    kind, config, rest = argv[0], argv[1], argv[2:]
+    if kind == "stage1":
+        from embedder.study import main as study
+        study(["--config", config, *rest])
+    elif kind == "features":
+        from feature_extract.dump import main as dump
+        dump(["--config", config, "--verify", *rest])  # dump, then verify, in one process
+    else:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
+        captioner(kind, config, rest)
+
+
+if __name__ == "__main__":
+    from capcore.errors import run_cli
+
+    run_cli(main)
