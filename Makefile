@@ -44,37 +44,37 @@ test-studies: venv
 # rows joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min (docs/studies/rank_n_contrast.md).
 STUDY_RUN ?= runs/study
 study: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) scripts/stage1_seeds.py configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m studies.stage_one_seeds.stage1_seeds configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
 
 # The captioning study over stage-one trunks (issue #46), under configs/study/declaration_table1.yaml: per trunk its own
 # Img, Cap, Cap-shuffled and Img-adapted, both captioners XE then SCST over the declared captioner seeds, then Table 1
-# over trunks (trunk-level tests, Holm) and the probes (scripts/study_trunks.sh; resumable; TRUNKS=0 runs one trunk).
+# over trunks (trunk-level tests, Holm) and the probes (studies/trunks/study_trunks.sh; resumable; TRUNKS=0 runs one trunk).
 TRUNKS_RUN ?= runs/trunks
 TRUNKS ?=
 study-trunks: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_trunks.sh $(TRUNKS_RUN) $(TRUNKS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/trunks/study_trunks.sh $(TRUNKS_RUN) $(TRUNKS)
 
 # The positive control and its negative (issue #46; rules in docs/declaration.md): from the colour-blind stand-in,
-# the recipe chosen on val, then real and shuffled caption labels over the declared seeds (scripts/study_positive.sh;
+# the recipe chosen on val, then real and shuffled caption labels over the declared seeds (studies/positive_control/study_positive.sh;
 # resumable, run by run).
 POSITIVE_RUN ?= runs/positive
 POSITIVE_ARGS ?=
 study-positive: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_positive.sh $(POSITIVE_RUN) $(POSITIVE_ARGS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/positive_control/study_positive.sh $(POSITIVE_RUN) $(POSITIVE_ARGS)
 
 # The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
 # captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,
-# then the pooled and grid probes (scripts/study_captioning.sh; time and machine in docs/studies/caption_aware.md).
+# then the pooled and grid probes (studies/captioning/study_captioning.sh; time and machine in docs/studies/caption_aware.md).
 CAPTIONING_RUN ?= runs/captioning
 CAPTIONING_SEEDS ?= 0 1 2 3 4
 study-captioning: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/study_captioning.sh $(CAPTIONING_RUN) $(CAPTIONING_SEEDS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/captioning/study_captioning.sh $(CAPTIONING_RUN) $(CAPTIONING_SEEDS)
 
 # Headroom on a finished demo run: the Oracle grid against Img, XE only, over 3 captioner seeds (issue #35). The
 # Oracle features are dumped first (the demo does not: issue #46 found this target failing on a fresh clone).
 study-headroom: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/stage2_features.sh configs/study/captioning_features_oracle.yaml run_dir=runs/demo
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/table1_seeds.sh configs/study/pipeline_headroom.yaml runs/demo 0 1 2 --results runs/demo/results/headroom
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_seeds/table1_seeds.sh configs/study/pipeline_headroom.yaml runs/demo 0 1 2 --results runs/demo/results/headroom
 
 # Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).

@@ -88,7 +88,7 @@ PAPER_ROWS = {
     "Margin+DWS": {"loss": "margin", "mining": "binary", "margin": 0.2},
 }
 # Rows of losses published after the paper, trained beside its rows and compared with its log-ratio + dense
-# row, but outside its claims (scripts/stage1_seeds.py keeps them out of the Fig. 3 and Fig. 5 verdicts).
+# row, but outside its claims (studies/stage_one_seeds/stage1_seeds.py keeps them out of the Fig. 3 and Fig. 5 verdicts).
 LATER_ROWS = {
     "L(RnC)": {"loss": "rank_n_contrast", "mining": "dense"},  # Rank-N-Contrast, Zha et al. 2023 (issue #29)
 }

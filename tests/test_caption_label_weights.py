@@ -1,12 +1,9 @@
-"""scripts/caption_label_weights.py: per-group scene differences and the variance shares they explain."""
-import sys
-from pathlib import Path
+"""studies/caption_labels/caption_label_weights.py: per-group scene differences and the variance shares they explain."""
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from caption_label_weights import differences, jaccard, r2  # noqa: E402
+from studies.caption_labels.caption_label_weights import differences, jaccard, r2
 
 
 def test_differences_are_jaccard_for_sets_and_inequality_for_one_value_groups():

@@ -1,15 +1,12 @@
-"""scripts/ceiling_seeds.py: the label-ceiling shares over seeds, against a direct computation."""
+"""studies/caption_labels/ceiling_seeds.py: the label-ceiling shares over seeds, against a direct computation."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from ceiling_seeds import load, table  # noqa: E402
+from studies.caption_labels.ceiling_seeds import load, table
 
-from capcore.errors import CapawareError  # noqa: E402
+from capcore.errors import CapawareError
 
 
 def write(tmp_path, seed, shares):

@@ -66,7 +66,7 @@ def loader_of(name: str):
     from rl.config import load_scst_config
 
     if name.startswith("declaration_"):
-        from eval.reporting.declaration import load_declaration
+        from studies.declaration import load_declaration
 
         return load_declaration
     if name.startswith("pipeline_"):

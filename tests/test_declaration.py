@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.declaration import DEFAULT, load_declaration, results_follow, stamp
+from studies.declaration import DEFAULT, load_declaration, results_follow, stamp
 
 
 def test_the_shipped_declaration_names_the_four_primary_cells_the_trunk_unit_and_holm():
@@ -47,7 +47,7 @@ def test_the_committed_table_1_over_trunks_was_produced_under_the_declaration():
     match the declaration in the repository, key by key."""
     import json
 
-    from eval.reporting.declaration import DEFAULT, load_declaration, results_follow
+    from studies.declaration import DEFAULT, load_declaration, results_follow
 
     path = DEFAULT.parents[2] / "docs" / "study_results" / "table1_trunks.json"
     results = json.loads(path.read_text())

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-TOP = {"capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "configs", "scripts",
+TOP = {"capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "configs", "scripts", "studies",
        "benchmarks", "tests", "docs", ".ci"}
 TOP_FILES = {"Makefile", "pyproject.toml", "README.md", ".importlinter"}
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -1,8 +1,8 @@
-"""eval.grid_probe: ridge probes on the attention grid, against a direct least-squares fit and on oracle features."""
+"""studies.probes.grid_probe: ridge probes on the attention grid, against a direct least-squares fit and on oracle features."""
 import numpy as np
 import pytest
 
-from eval.grid_probe import Ridge, main
+from studies.probes.grid_probe import Ridge, main
 
 
 @pytest.mark.parametrize("n,d", [(40, 6), (8, 30)])  # more rows than inputs, and fewer (the flat probe's case)

@@ -9,7 +9,7 @@ import torch
 from capcore.optim import adam
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "capaware", "scripts")
+PACKAGES = ("capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "capaware", "scripts", "studies")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -1,4 +1,4 @@
-"""scripts/pipeline.sh with two commands at a time gives the one-at-a-time tables, and scripts/table1_seeds.sh
+"""scripts/pipeline.sh with two commands at a time gives the one-at-a-time tables, and studies/table1_seeds/table1_seeds.sh
 aggregates its seeds (a file of its own, so that pytest-xdist runs it beside tests/test_pipeline.py)."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream
         log = (two / "logs" / f"{stage}.log").read_text()
         assert log.count("$ python -m capaware.stage ") == 2 and not list((two / "logs").glob("*.part*"))
 
-    seeds = subprocess.run(["bash", "scripts/table1_seeds.sh", str(config2), str(two), "0", "1",
+    seeds = subprocess.run(["bash", "studies/table1_seeds/table1_seeds.sh", str(config2), str(two), "0", "1",
                             "--machine", "test"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600)
     assert seeds.returncode == 0, seeds.stdout + seeds.stderr
     result = json.loads((two / "results" / "captioning_seeds" / "captioning_seeds.json").read_text())

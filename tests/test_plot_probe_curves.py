@@ -1,14 +1,11 @@
-"""scripts/plot_probe_curves.py: one line per file and row, named per file with --names; a bad --names is one line."""
+"""studies/probes/plot_probe_curves.py: one line per file and row, named per file with --names; a bad --names is one line."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from plot_probe_curves import main  # noqa: E402
+from studies.probes.plot_probe_curves import main
 
-from capcore.errors import CapawareError  # noqa: E402
+from capcore.errors import CapawareError
 
 
 def curve(tmp_path, seed):

@@ -1,14 +1,11 @@
-"""scripts/positive_control_check.py: the declared recipe, budget and verdict rules against hand-worked curves."""
+"""studies/positive_control/positive_control_check.py: the declared recipe, budget and verdict rules against hand-worked curves."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from positive_control_check import choose_budget, choose_recipe, main, verdict  # noqa: E402
+from studies.positive_control.positive_control_check import choose_budget, choose_recipe, main, verdict
 
-from capcore.errors import CapawareError  # noqa: E402
+from capcore.errors import CapawareError
 
 
 def curve(val, test, name="run"):

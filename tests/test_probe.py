@@ -1,4 +1,4 @@
-"""eval.probe: a linear probe finds a planted linearly separable attribute, scores chance on a shuffled one,
+"""studies.probes.probe: a linear probe finds a planted linearly separable attribute, scores chance on a shuffled one,
 chooses its penalty on val, and reads its targets and features from the files a run leaves."""
 import json
 import subprocess
@@ -12,7 +12,7 @@ from capcore.errors import CapawareError
 from capdata.readers.karpathy import read_karpathy
 from capdata.synthetic.shapes_captions import generate_captions
 from feature_extract.h5io import FORMAT, create
-from eval.probe import L2_GRID, probed_tags, main, majority, probe_group, region, standardise
+from studies.probes.probe import L2_GRID, probed_tags, main, majority, probe_group, region, standardise
 
 
 def splits(x, y, n_train=400, n_val=150):
@@ -111,7 +111,7 @@ def test_a_caption_set_without_attributes_and_a_bad_features_argument_are_one_li
 
 
 def test_probe_seeds_script_refuses_bad_arguments_in_one_line(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "scripts/probe_seeds.sh"
+    script = Path(__file__).resolve().parents[1] / "studies/probes/probe_seeds.sh"
     run = subprocess.run(["bash", str(script), str(tmp_path), "0"], capture_output=True, text=True)
     assert run.returncode == 2 and "dataset_coco.json is missing" in run.stderr and len(run.stderr.splitlines()) == 1
     run = subprocess.run(["bash", str(script), str(tmp_path), "one"], capture_output=True, text=True)

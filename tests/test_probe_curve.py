@@ -1,4 +1,4 @@
-"""scripts/probe_curve.py: probes during stage one leave training exactly as it would be unprobed."""
+"""studies/probes/probe_curve.py: probes during stage one leave training exactly as it would be unprobed."""
 import json
 import os
 import subprocess
@@ -33,7 +33,7 @@ def caption_root(tmp_path_factory):
 
 
 def test_probed_training_ends_at_the_unprobed_weights(tmp_path, caption_root):
-    curve = run(["scripts/probe_curve.py", "configs/demo/demo_caption.yaml", *tiny(caption_root, tmp_path / "curve"),
+    curve = run(["-m", "studies.probes.probe_curve", "configs/demo/demo_caption.yaml", *tiny(caption_root, tmp_path / "curve"),
                  "--every", "2", "--groups", "colour", "count"])
     assert curve.returncode == 0, curve.stderr[-2000:]
     plain = run(["-m", "embedder.study", "--config", "configs/demo/demo_caption.yaml",

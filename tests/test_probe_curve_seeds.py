@@ -1,15 +1,12 @@
-"""scripts/probe_curve_seeds.py: probe curves summed up over seeds, against a direct computation."""
+"""studies/probes/probe_curve_seeds.py: probe curves summed up over seeds, against a direct computation."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from probe_curve_seeds import load, table  # noqa: E402
+from studies.probes.probe_curve_seeds import load, table
 
-from capcore.errors import CapawareError  # noqa: E402
+from capcore.errors import CapawareError
 
 
 def curve(tmp_path, seed, colour_at_300, reach_300=True):

@@ -179,8 +179,8 @@ def test_the_study_trains_the_demo_rows_then_rnc(track):
 
 
 def test_seed_tables_pair_rnc_with_log_ratio_outside_the_claim(tmp_path):
-    from eval.reporting.retrieval_seeds import REFERENCE, beside_lines, claim_line, main, paired_table
-    from scripts.stage1_seeds import comparison
+    from studies.stage_one_seeds.retrieval_seeds import REFERENCE, beside_lines, claim_line, main, paired_table
+    from studies.stage_one_seeds.stage1_seeds import comparison
 
     assert comparison(load_config("configs/study/study_pose.yaml")) == ["--reference", REFERENCE, "--beside", RNC]
     seeds = [{REFERENCE: [0.6], "TD": [0.5], RNC: [0.7], "Oracle": [1.0]},

@@ -1,11 +1,11 @@
-"""eval.reporting.results_seeds: Table 1 over seeds, mean ± sd per cell and paired Cap − Img differences."""
+"""studies.table1_seeds.results_seeds: Table 1 over seeds, mean ± sd per cell and paired Cap − Img differences."""
 import json
 
 import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.results_seeds import aggregate, image_se, main, paired_test, read_table, verdict
+from studies.table1_seeds.results_seeds import aggregate, image_se, main, paired_test, read_table, verdict
 
 
 def table(path, c_img, c_cap, b4=0.2):
@@ -65,7 +65,7 @@ def test_cli_writes_markdown_and_refuses_a_file_that_is_not_a_table(tmp_path, ca
     md = (tmp_path / "out" / "captioning_seeds.md").read_text()
     assert "over 2 captioner training seeds" in md and "test box" in md and "± " in md
     saved = json.loads((tmp_path / "out" / "captioning_seeds.json").read_text())
-    assert saved["n_seeds"] == 2 and saved["command"].startswith("python -m eval.reporting.results_seeds")
+    assert saved["n_seeds"] == 2 and saved["command"].startswith("python -m studies.table1_seeds.results_seeds")
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     with pytest.raises(CapawareError, match="rows"):

@@ -1,11 +1,11 @@
-"""eval.reporting.retrieval_seeds: mean and sample std of nDCG@K across seeds, against numpy by hand."""
+"""studies.stage_one_seeds.retrieval_seeds: mean and sample std of nDCG@K across seeds, against numpy by hand."""
 import json
 
 import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.retrieval_seeds import seed_table
+from studies.stage_one_seeds.retrieval_seeds import seed_table
 
 
 def write(folder, rows):
@@ -26,7 +26,7 @@ def test_mean_and_std_per_row_and_k(tmp_path):
 
 
 def test_paired_differences_and_verdicts_against_numpy(tmp_path):
-    from eval.reporting.retrieval_seeds import claim_line, paired_table
+    from studies.stage_one_seeds.retrieval_seeds import claim_line, paired_table
 
     ref = "L(Log-ratio)+M(Dense)"
     seeds = [{ref: [0.6, 0.7], "TD": [0.5, 0.6], "TB": [0.7, 0.5], "Oracle": [1, 1]},

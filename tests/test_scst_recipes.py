@@ -1,13 +1,14 @@
-"""eval.reporting.scst_gains (the four checks of an XE -> SCST pair) and eval.reporting.scst_recipes (recipes over seeds,
-chosen on val) on hand-made run folders; scripts/run_scst_recipes.py's recipe grid."""
+"""eval.reporting.scst_gains (the four checks of an XE -> SCST pair) and studies.scst_recipes.scst_recipes (recipes over seeds,
+chosen on val) on hand-made run folders; studies/scst_recipes/run_scst_recipes.py's recipe grid."""
 import json
 
 import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting import scst_gains, scst_recipes
-from scripts.run_scst_recipes import parse, recipes
+from eval.reporting import scst_gains
+from studies.scst_recipes import scst_recipes
+from studies.scst_recipes.run_scst_recipes import parse, recipes
 
 
 def write_run(path, C, B4, distinct, bad, length=6.0, history=None, signature=None):

@@ -1,9 +1,9 @@
-"""scripts/stage1_seeds.py: where each seed's study writes, and who is compared with whom."""
+"""studies/stage_one_seeds/stage1_seeds.py: where each seed's study writes, and who is compared with whom."""
 import pytest
 
 from capcore.errors import CapawareError
 from embedder.config import load_config
-from scripts.stage1_seeds import comparison, seed_overrides
+from studies.stage_one_seeds.stage1_seeds import comparison, seed_overrides
 
 
 def test_seed_zero_is_the_pipeline_run_and_others_write_apart(tmp_path):
@@ -35,14 +35,14 @@ def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
 
 
 def test_claims_name_the_figure_and_track():
-    from scripts.stage1_seeds import claim
+    from studies.stage_one_seeds.stage1_seeds import claim
 
     assert claim(load_config("configs/demo/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
     assert claim(load_config("configs/study/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
 
 
 def test_verdict_rows_of_studies_not_rerun_are_kept(tmp_path):
-    from scripts.stage1_seeds import merge_rows
+    from studies.stage_one_seeds.stage1_seeds import merge_rows
 
     path = tmp_path / "verdicts_study.md"
     path.write_text("title\n\n| study | claim | verdict |\n|---|---|---|\n| a | c | old a |\n| b | c | old b |\n")

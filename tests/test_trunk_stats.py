@@ -1,4 +1,4 @@
-"""eval.reporting.trunk_stats: Holm's rule on a hand-worked case, the trunk-level t-test against scipy, the
+"""studies.trunks.trunk_stats: Holm's rule on a hand-worked case, the trunk-level t-test against scipy, the
 variance components against a direct ANOVA, and the trunks a given effect would need (issue #46)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from eval.reporting.trunk_stats import components, holm, images_needed, trunk_test, trunks_needed
+from studies.trunks.trunk_stats import components, holm, images_needed, trunk_test, trunks_needed
 
 
 def test_holm_on_a_hand_worked_case():

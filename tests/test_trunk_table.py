@@ -1,4 +1,4 @@
-"""eval.reporting.trunk_table (issue #46): Table 1 over trunks from per-seed tables, against a hand computation;
+"""studies.trunks.trunk_table (issue #46): Table 1 over trunks from per-seed tables, against a hand computation;
 its JSON follows the declaration; a missing trunk is one line."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.reporting.declaration import DEFAULT, load_declaration, results_follow
-from eval.reporting.trunk_stats import Components, holm, images_needed
-from eval.reporting.trunk_table import main
+from studies.declaration import DEFAULT, load_declaration, results_follow
+from studies.trunks.trunk_stats import Components, holm, images_needed
+from studies.trunks.trunk_table import main
 
 FEATURES = ("Img", "Cap", "Cap-shuffled", "Img-adapted")
 IMAGES = list(range(500, 530))

@@ -139,7 +139,7 @@ def render_scene(rng: np.random.Generator, scene: dict, size: int) -> Image.Imag
 
 
 def scene_attributes(scene: dict) -> dict[str, list[str]]:
-    """What the captions talk about, per group: the targets of ``eval.probe`` and of the attribute-supervised
+    """What the captions talk about, per group: the targets of ``studies.probes.probe`` and of the attribute-supervised
     control stand-in (``pretrain.targets: attributes``). The default "Img" stand-in is told only each
     object's kind (from ``objects``), as ImageNet is told an object's class."""
     objs = scene["objects"]

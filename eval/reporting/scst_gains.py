@@ -13,7 +13,7 @@ start, and at its best epoch), and checks what a user expects of SCST (issue #26
 - bad endings (captions whose last word ends no training reference) at most 2 points above the XE
   run's (no learned truncation, "a man riding a horse on a": SacreEOS, Barraco et al. 2023).
 
-Test numbers are reported, never used to choose anything: eval.reporting.scst_recipes chooses on val.
+Test numbers are reported, never used to choose anything: studies.scst_recipes.scst_recipes chooses on val.
 """
 from __future__ import annotations
 
