@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
-# (the pipeline checks it again, with everything else its stages need: eval/preflight.py).
+# (the pipeline checks it again, with everything else its stages need: eval/environment.py).
 JAVA_FIX := install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) or brew install openjdk@17 (macOS); then `java -version` must work
 java:
 	@java -version >/dev/null 2>&1 || { echo 'error: java: no Java runtime on PATH; the demo scores its captions with the PTB tokenizer and METEOR, which are Java (fix: $(JAVA_FIX))' >&2; exit 1; }
@@ -34,7 +34,7 @@ TEST_WORKERS ?= 2
 test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not studies"
 
-# The study commands README and docs print, each run as written on a tiny config (tests/test_study_commands.py;
+# The study commands README and docs print, each run as written on a tiny config (tests/studies/test_study_commands.py;
 # a few minutes on 2 cores, so apart from `make test`; CI runs both).
 test-studies: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m studies

@@ -128,7 +128,8 @@ def main() -> None:
         diff = float(np.abs(g_dist - graph.nn_dist.astype(np.float64)).max())
         calls = graph.stats["brute_force_solves"]
         print(f"\nN = {n}: {n * (n - 1) // 2:,} image pairs, {calls:,} caption-pair WMDs for a brute force")
-        print(f"  pruned, ours ({args.workers} processes)      {pruned_s:8.1f} s  {graph.stats['emd_solves']:>11,} exact WMDs")
+        print(f"  pruned, ours ({args.workers} processes)      {pruned_s:8.1f} s  "
+              f"{graph.stats['emd_solves']:>11,} exact WMDs")
         print(f"  gensim wmdistance, pool of {args.workers}        {gensim_s:8.1f} s  {calls:>11,} calls   "
               f"-> pruned is {gensim_s / pruned_s:,.1f}x faster")
         print(f"  our exact W, no pruning (1 process)  {ours_s:8.1f} s  {ours.attrs['emd_solves']:>11,} WMDs")

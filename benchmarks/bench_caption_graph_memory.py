@@ -71,7 +71,8 @@ def main() -> None:
     print(f"{cpu_line()}; python {platform.python_version()}, numpy {np.__version__}")
     rows = measured(a, sizes) if a.reuse is None else json.loads(Path(a.reuse).read_text())["measured"]
     for r in rows:
-        print(f"N = {r['n']:>6,}: {r['vocab_used']:,} words used, one worker's peak {r['worker_peak_bytes'] / 1e9:.3f} GB"
+        print(f"N = {r['n']:>6,}: {r['vocab_used']:,} words used, one worker's peak "
+              f"{r['worker_peak_bytes'] / 1e9:.3f} GB"
               + (f" (measured by {a.reuse}'s run)" if a.reuse else ""), flush=True)
     if any(b["worker_peak_bytes"] <= a_["worker_peak_bytes"] for a_, b in zip(rows, rows[1:])):
         print("note: the peak did not grow with N between two sizes; the fit below is an upper envelope")
@@ -87,7 +88,8 @@ def main() -> None:
            "command": "python benchmarks/bench_caption_graph_memory.py " + shlex.join(sys.argv[1:]),
            "measured": rows, "cited": cited}
     print(f"line through {len(n)} points: {base / 1e9:.3f} GB + {per_image / 1e3:.2f} kB per image (largest miss "
-          f"{100 * worst:.0f}%); at COCO's {COCO_TRAIN:,} images: {(base + per_image * COCO_TRAIN) / 1e9:.2f} GB a worker")
+          f"{100 * worst:.0f}%); at COCO's {COCO_TRAIN:,} images: "
+          f"{(base + per_image * COCO_TRAIN) / 1e9:.2f} GB a worker")
     if a.json:
         Path(a.json).write_text(json.dumps(fit, indent=1) + "\n")
 

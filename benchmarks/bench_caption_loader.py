@@ -123,7 +123,8 @@ class PinStandIn:
     def __call__(self, batch: dict) -> None:
         for name in ("att", "fc"):
             x = batch[name]
-            if self.buffers.get(name) is None or self.buffers[name].shape != x.shape or self.buffers[name].dtype != x.dtype:
+            if (self.buffers.get(name) is None or self.buffers[name].shape != x.shape
+                    or self.buffers[name].dtype != x.dtype):
                 self.buffers[name] = torch.empty_like(x)
             self.buffers[name].copy_(x)
 
@@ -203,13 +204,15 @@ def main() -> None:
                     print(f"{cache:4} workers {workers}: {variant:7} median {statistics.median(rates):7.0f} "
                           f"images/s (best {max(rates):.0f})", flush=True)
                 after = statistics.median(runs["after"])
-                print(f"{cache:4} workers {workers}: after / before = {after / statistics.median(runs['before']):.2f}x, "
+                print(f"{cache:4} workers {workers}: "
+                      f"after / before = {after / statistics.median(runs['before']):.2f}x, "
                       f"after / batched = {after / statistics.median(runs['batched']):.2f}x", flush=True)
                 if workers:
                     if cache == "cold":
                         drop_cache(path)
                     cpu = epoch(dataset, a.batch, workers, "after", run_loaders, a.repeats, cpu_run=True)
-                    print(f"{cache:4} workers {workers}: after, CPU run (take's own copy) {cpu:7.0f} images/s", flush=True)
+                    print(f"{cache:4} workers {workers}: after, CPU run (take's own copy) {cpu:7.0f} images/s",
+                          flush=True)
         if a.host_cast:
             batch = dataset.__getitems__(list(range(a.batch)))
             t0 = time.perf_counter()

@@ -5,9 +5,10 @@
 (the demo's models on its 4 x 4 grid of 512 channels, one thread each, as make demo runs them)
 
 Models are built from ``configs/paper/coco_att2all2.yaml`` (batch 16, LSTM 512), ``configs/paper/coco_topdown.yaml``
-(batch 32, LSTMs 1024) and ``configs/paper/coco_transformer.yaml`` (batch 10, 6 + 6 layers of width 512), on random ResNet-101-shaped features (196 regions x 2048, fc 2048) held in
-memory, so the numbers are the model's own (no HDF5 reads). Captions: 5 per image, random words,
-8-16 long (COCO's mean is ~10); the vocabulary is Karpathy COCO's at threshold 5 (9,487 words).
+(batch 32, LSTMs 1024) and ``configs/paper/coco_transformer.yaml`` (batch 10, 6 + 6 layers of width 512), on random
+ResNet-101-shaped features (196 regions x 2048, fc 2048) held in memory, so the numbers are the model's own (no
+HDF5 reads). Captions: 5 per image, random words, 8-16 long (COCO's mean is ~10); the vocabulary is Karpathy COCO's
+at threshold 5 (9,487 words).
 Training step = teacher-forced forward + masked XE + backward + gradient clamp + Adam, dropout on;
 median (min) of ``--steps`` steps after one warm-up step. Each model runs in its own process, so
 its peak RSS (after training) is its own; "model+batch" is the RSS before the first step.

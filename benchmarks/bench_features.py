@@ -9,11 +9,11 @@ and att grid. The strongest baseline is a plain batched loop (decode and resize 
 one forward, float32 rows into one HDF5 file); ours is first compared with it in float32, and its
 precision and storage changes (float16 storage, bfloat16 autocast) are quoted on their own. The
 older baseline is what captioning repos commonly ship (self-critical.pytorch's prepro_feats): decode,
-resize, forward one image under ``no_grad``, save one compressed ``.npz`` per image. Throughput: median (and best) of ``--repeats`` runs, variants timed in alternation, the
-first run included (it pays one-off costs alike for all), at ``--threads`` and at 1 thread. Memory: peak RSS of a ``python -m
-feature_extract`` process at ``--mem-n`` and 4x as many images, with a tiny input pooled to a large
-grid (1 MiB of att per image) so that features held in memory would show at once while the forward
-stays cheap.
+resize, forward one image under ``no_grad``, save one compressed ``.npz`` per image. Throughput: median (and best)
+of ``--repeats`` runs, variants timed in alternation, the first run included (it pays one-off costs alike for all),
+at ``--threads`` and at 1 thread. Memory: peak RSS of a ``python -m feature_extract`` process at ``--mem-n`` and 4x
+as many images, with a tiny input pooled to a large grid (1 MiB of att per image) so that features held in memory
+would show at once while the forward stays cheap.
 """
 from __future__ import annotations
 
@@ -134,7 +134,8 @@ def main() -> None:
             over = {"backbone.checkpoint": ckpt, "images.karpathy": json_path, "out": tmp / f"{name}.h5",
                     "input.size": args.size, "att_size": att_size, "batch_size": args.batch,
                     "num_workers": args.workers, "device": "cpu", **kw}
-            cfg = load_features_config(ROOT / "configs/demo/demo_features_img.yaml", [f"{k}={v}" for k, v in over.items()])
+            cfg = load_features_config(ROOT / "configs/demo/demo_features_img.yaml",
+                                       [f"{k}={v}" for k, v in over.items()])
             return lambda: dump(cfg, "bench", force=True, progress=False)
 
         def baseline():
@@ -201,15 +202,18 @@ def main() -> None:
         print(f"float16 vs float32: max relative error {rel.max():.2e} (values >= {np.finfo(np.float16).tiny:.1e}), "
               f"max abs error {np.abs(f16 - f32).max():.2e} (max |value| {np.abs(f32).max():.2f})")
         print(f"bfloat16 autocast (stored float16) vs float32: max abs error {np.abs(bf16 - f32).max():.2e}, "
-              f"relative to each image's max |value|: {(np.abs(bf16 - f32).max((1, 2)) / np.abs(f32).max((1, 2))).max():.2e}")
+              f"relative to each image's max |value|: "
+              f"{(np.abs(bf16 - f32).max((1, 2)) / np.abs(f32).max((1, 2))).max():.2e}")
 
         per_image = args.mem_att ** 2 * 512 * 2 / 2**20
         print(f"\n## peak memory of `python -m feature_extract` ({args.mem_size}x{args.mem_size} input, "
               f"att {args.mem_att}x{args.mem_att}x512 float16 = {per_image:.1f} MiB per image)")
         env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(args.threads))
         for n in (args.mem_n, 4 * args.mem_n):
-            cmd = [sys.executable, "-m", "feature_extract", "--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
-                   f"backbone.checkpoint={ckpt}", f"images.karpathy={subset_json(full_json, full_json.parent / f'm{n}.json', n)}",
+            cmd = [sys.executable, "-m", "feature_extract",
+                   "--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
+                   f"backbone.checkpoint={ckpt}",
+                   f"images.karpathy={subset_json(full_json, full_json.parent / f'm{n}.json', n)}",
                    f"out={tmp / f'mem{n}.h5'}", f"input.size={args.mem_size}", f"att_size={args.mem_att}",
                    f"batch_size={args.batch}", f"num_workers={args.workers}", "device=cpu"]
             rss = peak_rss_mib(cmd, env)

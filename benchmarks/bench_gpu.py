@@ -139,12 +139,14 @@ def main() -> None:
     if a.smoke:
         DEVICE, SIZE, FEATURE_SIZE, MAX_BATCH, a.repeats = torch.device("cpu"), 32, 64, 4, 1
     elif not torch.cuda.is_available():
-        sys.exit("error: bench_gpu needs a CUDA GPU (none is visible); the CPU benchmarks are the others in benchmarks/")
+        sys.exit("error: bench_gpu needs a CUDA GPU (none is visible); "
+                 "the CPU benchmarks are the others in benchmarks/")
     dtype, why = precision_choice("auto", DEVICE)
     torch.backends.cudnn.benchmark = True
     gpu = torch.cuda.get_device_name() if DEVICE.type == "cuda" else "no GPU (--smoke)"
     print(f"GPU throughput: python benchmarks/bench_gpu.py --repeats {a.repeats}")
-    print(f"# {gpu}, torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; {why}")
+    print(f"# {gpu}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+          f"cuDNN {torch.backends.cudnn.version()}; {why}")
     out = {"gpu": gpu, "torch": torch.__version__, "precision": why, "rows": []}
 
     print(f"stage one, training step at {SIZE} px (images/s):")

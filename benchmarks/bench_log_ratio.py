@@ -53,7 +53,8 @@ def main() -> None:
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_line()}, "
           f"float32, forward + backward, median (min) of {args.repeats} alternating runs; B={args.batch} "
           f"D={args.dim}; load average before start {os.getloadavg()[0]:.2f} (other jobs skew times)")
-    print(f"{'A':>3} {'triplets':>9} {'closed form (min)':>20} {'all-pairs [A,B,B] (min)':>24} {'all-pairs/closed':>17}")
+    print(f"{'A':>3} {'triplets':>9} {'closed form (min)':>20} "
+          f"{'all-pairs [A,B,B] (min)':>24} {'all-pairs/closed':>17}")
     # Throwaway run of every path: the first sort/searchsorted/autograd calls of a process pay
     # one-off set-up that would otherwise land in whichever row is timed first.
     emb, anchors, label_dist = make_batch(args.batch, args.dim, max(args.anchors), seed=1)

@@ -47,7 +47,7 @@ from benchmarks.cider_reference import FrozenDocFreq, doc_freq_as_ngrams, fixed_
 from captioners.model import Captioner
 from captioners.prepro import prepro, read_labels
 from rl.cider import CiderReward, load_or_build_doc_freq
-from rl.scst import baseline, greedy_captions, sample_captions, scst_loss
+from rl.scst_loss import baseline, greedy_captions, sample_captions, scst_loss
 
 MODELS = {  # (core, rnn, encoding, att_hid, regions, channels)
     "demo": ("att2all2", 128, 64, 64, 49, 512),  # configs/demo/demo_att2all2.yaml on resnet18 7 x 7 features
@@ -189,7 +189,8 @@ def main() -> None:
     print(f"SCST step on CPU ({args.model} model: {core}, rnn {rnn}, features {regions} x {channels}; batch {B} "
           f"images, {args.samples} samples + greedy baseline, max {labels.max_length} words)")
     print(f"  {1 / per_step:.2f} steps/s ({per_step * 1e3:.0f} ms/step), of which reward "
-          f"{np.mean(t_reward) * 1e3:.1f} ms (pycocoevalcap would add ~{(t_ref / t_ours - 1) * np.mean(t_reward) * 1e3:.0f}"
+          f"{np.mean(t_reward) * 1e3:.1f} ms "
+          f"(pycocoevalcap would add ~{(t_ref / t_ours - 1) * np.mean(t_reward) * 1e3:.0f}"
           f" ms)")
     print(f"  peak RSS {rss2 / 1024:.0f} MiB: imports {rss0 / 1024:.0f} MiB, then data, reward tables, model "
           f"and one warm-up step {rss1 / 1024:.0f} MiB, then {args.steps} timed steps +{(rss2 - rss1) / 1024:.0f} MiB")

@@ -14,7 +14,7 @@ by value 0.1. Steps:
   samples of at most 20 words plus the greedy baseline, CIDEr-D reward with the training set's document
   frequencies (rl.cider), mixed objective off.
 
-Each step is the code the trainers run (captioners/xe.py and rl/train.py: model forward under the
+Each step is the code the trainers run (captioners/xe.py and rl/scst.py: model forward under the
 precision's autocast, loss in float32, backward, clip, Adam); a mode is a ``train.precision`` and
 ``train.compile`` pair. Times are medians (min) over ``--steps`` steps on successive batches after the
 warm-up steps (which include torch.compile's compilation, reported on its own). The loss check runs
@@ -44,7 +44,7 @@ from captioners.model import Captioner, xe_loss  # noqa: E402
 from captioners.prepro import Labels  # noqa: E402
 from captioners.speed import apply_compile  # noqa: E402
 from rl.cider import CiderReward, build_doc_freq  # noqa: E402
-from rl.scst import baseline, greedy_captions, sample_captions, scst_loss  # noqa: E402
+from rl.scst_loss import baseline, greedy_captions, sample_captions, scst_loss  # noqa: E402
 
 # issue #16's side-by-side table (self-critical.pytorch on the 2-core machine, 2 threads), seconds per step
 SELF_CRITICAL_S = {"att2all2_xe": (0.71, 0.92), "topdown_xe": (6.08, 6.08), "att2all2_scst": (1.38, 1.38)}

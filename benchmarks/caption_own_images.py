@@ -78,11 +78,13 @@ def main(argv: list[str] | None = None) -> None:
     refs = {im["cocoid"]: [s["raw"] for s in im["sentences"]] for _, im in images}
     preds = {im["cocoid"]: c for (_, im), c in zip(images, captions)}
     scores = score_captions(preds, refs, meteor=False, spice=False)
-    print(f"\n* the {len(preds)} new images: CIDEr-D {scores.metrics['CIDEr-D']:.3f}, BLEU-4 {scores.metrics['BLEU-4']:.4f}"
+    print(f"\n* the {len(preds)} new images: CIDEr-D {scores.metrics['CIDEr-D']:.3f}, "
+          f"BLEU-4 {scores.metrics['BLEU-4']:.4f}"
           f" (against their own references; tokenizer {scores.tokenizer})")
     test = captioner.file.provenance["scores"].get("metrics_test")
     if test:
-        print(f"* the run's own test split (its metrics_test.json): CIDEr-D {test['CIDEr-D']:.3f}, BLEU-4 {test['BLEU-4']:.4f}")
+        print(f"* the run's own test split (its metrics_test.json): CIDEr-D {test['CIDEr-D']:.3f}, "
+              f"BLEU-4 {test['BLEU-4']:.4f}")
 
 
 if __name__ == "__main__":

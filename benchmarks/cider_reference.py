@@ -1,6 +1,6 @@
 """The reference for rl/cider.py: pycocoevalcap's own CiderScorer run with fixed (training-set) document
 frequencies, plus the conversions into its string form. Slow, and only for checking and timing: the
-tests (tests/test_rl_cider.py, tests/test_rl_bleu.py) and benchmarks/bench_scst.py import it.
+tests (tests/rl/test_rl_cider.py, tests/rl/test_rl_bleu.py) and benchmarks/bench_scst.py import it.
 
 It lives here, not in the ``rl`` package, because production code must not carry a test shim, and not in
 tests/ because a benchmark should not import from the test suite. ``benchmarks/`` is no installed

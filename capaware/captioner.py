@@ -6,7 +6,7 @@ opens it upright as 8-bit RGB, ``feature_extract.sources.resize`` applies the in
 the CPU or GPU has it natively) and pools the layer4 map, and the features are rounded through the
 dtype they were stored in. ``captioners.decoding.decode`` then writes the caption. So the captions of
 a dataset's own images equal those ``captioners.predict`` gives from its ``feats.h5``
-(tests/test_capaware_cli.py checks this on the same machine).
+(tests/capaware/test_capaware_cli.py checks this on the same machine).
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def best_checkpoint(run: str | Path) -> Path:
     path = run / "best.pt" if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "no trained captioner here", "pass RUN/captioners/NAME of a finished "
-                            "captioners.xe or rl.train run (it holds best.pt), or the pipeline's RUN")
+                            "captioners.xe or rl.scst run (it holds best.pt), or the pipeline's RUN")
     return path
 
 
@@ -121,7 +121,8 @@ def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> P
                          input_size=int(attrs["input_size"]), mean=tuple(IMAGENET_MEAN.flatten().tolist()),
                          std=tuple(IMAGENET_STD.flatten().tolist()), layer="layer4", att_size=int(attrs["att_size"]),
                          feature_dtype=str(attrs["dtype"]), precision=str(attrs["precision"]))
-    provenance = {"capaware_version": capaware_version(), "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    provenance = {"capaware_version": capaware_version(),
+                  "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   "checkpoint": str(path.resolve()), "checkpoint_sha256": file_sha256(path),
                   "backbone_sha256": digest, "features": {k: attrs[k] for k in FEATURE_KEYS if k in attrs},
                   "val_cider": float(ckpt.get("val_cider", float("nan"))), "epoch": int(ckpt.get("epoch", -1)),

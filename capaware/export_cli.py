@@ -8,7 +8,8 @@ from capaware.export import DEFAULT_BEAM
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="capaware export", description="Pack a trained captioner into one file.",
-                                epilog="example: capaware export runs/demo/captioners/cap_topdown_scst -o model.capaware")
+                                epilog="example: capaware export runs/demo/captioners/cap_topdown_scst "
+                                       "-o model.capaware")
     p.add_argument("run", help="a captioner run folder (holding best.pt), its best.pt, or a pipeline run folder "
                    "(then its captioner with the best validation CIDEr-D)")
     p.add_argument("-o", "--out", required=True, help="the .capaware file to write")
@@ -22,5 +23,6 @@ def main(argv: list[str] | None = None) -> int:
     prep = m.preprocessing
     print(f"export: {m.card.core} ({m.card.stage}) on a {prep.arch} {prep.layer} {prep.att_size}x{prep.att_size} grid, "
           f"{prep.input_policy} {prep.input_size} px input, {len(m.card.vocab)} words, beam {m.decoding['beam_size']}, "
-          f"val CIDEr-D {m.provenance['val_cider']:.3f}, from {m.provenance['checkpoint']} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+          f"val CIDEr-D {m.provenance['val_cider']:.3f}, from {m.provenance['checkpoint']} -> {path} "
+          f"({path.stat().st_size / 2**20:.1f} MiB)")
     return 0

@@ -8,7 +8,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
     validate               load every stage config through its stage's validator (pipeline.sh: first)
     preflight FROM TO [--force]  what the stages still to run in FROM..TO need (Java, weights, data, disk,
                            the caption graph's memory; LOCAL_WORLD_SIZE: ranks per machine): one line per
-                           problem, exit 2; warnings (cores, network filesystems) do not stop it (eval.preflight)
+                           problem, exit 2; warnings (cores, network filesystems) do not stop it (eval.environment)
     stages                 the stage names, in order
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
@@ -64,7 +64,7 @@ class Plan:
                 for root, only in ((pretrain, "pretrain"), (c.data.root, "track")):
                     if root is not None and root not in seen:
                         seen.add(root)
-                        out.append(f"{py} -m embedder.prepare --only {only} --config {e.args()}")
+                        out.append(f"{stage_cmd} data {e.args()} --only {only}")
             return out
         if stage == "stage1":
             return [f"{stage_cmd} stage1 {e.args()}" for e in self.longest_first()]
@@ -76,7 +76,8 @@ class Plan:
             return [f"{stage_cmd} scst {e.args()}" for e in self.rl]
         if stage == "scores":
             runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
-            out = [f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"] if runs else []
+            out = ([f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"]
+                   if runs else [])
             for folder in dict.fromkeys(str(Path(d).parent) for d in self.captioner_dirs("rl")):
                 out.append(f"{py} -m eval.reporting.scst_gains {shlex.quote(folder)} "
                            f"--out {shlex.quote(str(RunDir(self.run).scst_gains_md))}")
@@ -152,7 +153,7 @@ class Plan:
                 or (marker / f"{s}.done").read_text().strip() != self.fingerprint(s)]
 
     def preflight(self, first: str, last: str, force: bool = False) -> list[str]:
-        from eval.preflight import preflight, preflight_warnings
+        from eval.environment import preflight, preflight_warnings
 
         pending = self.pending(first, last, force)
         stage1, features = [self._stage1(e) for e in self.stage1], [self._features(e) for e in self.features]

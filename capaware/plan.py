@@ -2,12 +2,12 @@
 
 A pipeline's cost is counted from its configs (images, epochs, batches, rows, feature sets) and priced with
 timed probes run here (capaware.plan_probes: one step of each trunk, captioner and decoder at the configs'
-sizes, a command's start, and scoring with pycocoevalcap's Java tools) and with two figures stored from benchmarks, named where they are used: the caption graph's time per
-image (benchmarks/bench_caption_graph_scale.py) and its worker's memory (embedder.labels.graph_memory). A
-stage's commands run ``jobs`` at a time, as scripts/pipeline.sh runs them, each probed at its share of the
-cores. Work no probe prices (the report, word vectors, label distances, attention pictures) is left out; a
-captioner with ``patience`` is priced at its ``epochs``, the most it may run. So the figures are estimates,
-each printed with what it counts.
+sizes, a command's start, and scoring with pycocoevalcap's Java tools) and with two figures stored from benchmarks,
+named where they are used: the caption graph's time per image (benchmarks/bench_caption_graph_scale.py) and its worker's
+memory (embedder.labels.graph_memory). A stage's commands run ``jobs`` at a time, as scripts/pipeline.sh runs them, each
+probed at its share of the cores. Work no probe prices (the report, word vectors, label distances, attention pictures)
+is left out; a captioner with ``patience`` is priced at its ``epochs``, the most it may run. So the figures are
+estimates, each printed with what it counts.
 """
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ class Planner:
 
         r = self.run
         self.stage1 = [load_config(e.config, e.overrides) for e in (Entry.parse(x, r) for x in self.cfg.stage1)]
-        self.features = [load_features_config(e.config, e.overrides) for e in (Entry.parse(x, r) for x in self.cfg.features)]
+        self.features = [load_features_config(e.config, e.overrides)
+                         for e in (Entry.parse(x, r) for x in self.cfg.features)]
 
     def threads(self, commands: int) -> int:
         return max(1, self.cores // max(1, min(self.jobs, commands)))
@@ -204,7 +205,7 @@ class Planner:
 
     # -- features -----------------------------------------------------------------------------------------
     def feature_dumps(self) -> StagePlan:
-        from eval.preflight import feature_bytes
+        from eval.environment import feature_bytes
 
         plan = StagePlan("features", 1)
         for c in self.features:
@@ -221,7 +222,8 @@ class Planner:
         if c.images.karpathy:
             counts = caption_counts(c.images.karpathy, self.stage1, self.counts, c.images.format)
             return counts.train + counts.val + counts.test if not c.images.splits else sum(
-                {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s] for s in c.images.splits)
+                {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s]
+                for s in c.images.splits)
         return sum(1 for p in Path(c.images.folder).rglob("*") if p.is_file())
 
     def arch_of(self, c) -> str:
@@ -332,7 +334,8 @@ def table(plans: list[StagePlan], planner: "Planner") -> str:
 
     here = torch.cuda.get_device_name() if planner.device == "cuda" else f"{cpu_line()}, {machine.cores()} cores"
     where = planner.prices.machine or here
-    gpus = f" x {planner.gpus} (stage one, XE and SCST split over them: --nproc {planner.gpus})" if planner.gpus > 1 else ""
+    gpus = (f" x {planner.gpus} (stage one, XE and SCST split over them: --nproc {planner.gpus})"
+            if planner.gpus > 1 else "")
     lines = [f"capaware plan for {where}{gpus}; planned on {here}. Estimates: see capaware/plan.py for what they "
              "count", *(f"note: {n}" for n in planner.prices.notes),
              *(["note: the caption graph's workers are capped by this machine's memory, not the host's"]

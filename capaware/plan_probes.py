@@ -92,7 +92,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
     from capcore.optim import adam
     from captioners import decoding
     from captioners.model import Captioner, xe_loss
-    from rl.scst import greedy_captions, sample_captions
+    from rl.scst_loss import greedy_captions, sample_captions
 
     regions, channels, rnn, embed, att_hid, core_args = sizes
     torch.set_num_threads(threads)

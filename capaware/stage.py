@@ -1,12 +1,14 @@
-"""One pipeline command: ``python -m capaware.stage {stage1,features,xe,scst} CONFIG [key=value ...]``.
+"""One pipeline command: ``python -m capaware.stage {data,stage1,features,xe,scst} CONFIG [key=value ...]``.
 
 The pipeline (capaware/pipeline.sh, planned by capaware.pipeline_plan) runs each stage's work as these
 commands, so that they live in the package and run from a non-editable install (issue #48):
 
+- ``data``: generate (the embedded default) and check every file of a stage-one config's dataset, and of its
+  class-pretraining set (capdata.prepare); ``--only track|pretrain`` checks one of the two;
 - ``stage1``: train every method of a stage-one config, evaluate retrieval, write its tables (embedder.study);
 - ``features``: dump a backbone's att/fc features to HDF5, then verify them, in one process (feature_extract);
 - ``xe``: cross-entropy training (captioners.xe; labels.h5 / vocab.json written on first use);
-- ``scst``: self-critical training from the matching XE run's best.pt (rl.train).
+- ``scst``: self-critical training from the matching XE run's best.pt (rl.scst).
 
 After ``xe`` or ``scst``, in the same process: beam-2 captions of the test split with their attention
 (captioners.predict), caption metrics (eval.score_captions: pycocoevalcap, discriminativeness), the
@@ -25,10 +27,12 @@ import os
 import shlex
 import sys
 
-KINDS = ("stage1", "features", "xe", "scst")
+from capcore.errors import CapawareError
+
+KINDS = ("data", "stage1", "features", "xe", "scst")
 LAUNCHED = ("stage1", "xe", "scst")
 """The kinds that train with capcore.distributed, so run under torchrun when the pipeline asks for it."""
-USAGE = "usage: python -m capaware.stage {stage1,features,xe,scst} CONFIG [key=value ...]"
+USAGE = "usage: python -m capaware.stage {data,stage1,features,xe,scst} CONFIG [key=value ...]"
 
 
 def relaunch(argv: list[str]) -> None:
@@ -46,7 +50,7 @@ def captioner(kind: str, config: str, overrides: list[str]) -> None:
     from captioners import predict, xe
     from captioners.config import load_captioner_config
     from eval import attention_maps, grounding, score_captions
-    from rl import train as scst
+    from rl import scst
     from rl.config import load_scst_config
 
     if kind == "xe":
@@ -62,21 +66,39 @@ def captioner(kind: str, config: str, overrides: list[str]) -> None:
     predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
                   "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
     score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--format", cfg.data.format,
-                         "--split", "test", "--out", str(run.metrics("test")), "--per-image", str(run.per_image("test"))])
+                         "--split", "test", "--out", str(run.metrics("test")),
+                         "--per-image", str(run.per_image("test"))])
     grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
     attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs, "--format", cfg.data.format,
                          "--out", str(run.attention_pictures), "--n", "4"])
 
 
-def main(argv: list[str] | None = None) -> None:
-    from capcore.errors import CapawareError
+def data(config: str, args: list[str]) -> None:
+    """The data stage of a stage-one config: its track's set and, when it class-pretrains, that set too."""
+    from capdata.prepare import prepare
+    from embedder.config import load_config
 
+    only = args[args.index("--only") + 1] if "--only" in args else None
+    if only not in (None, "track", "pretrain"):
+        raise CapawareError("--only", f"unknown set {only!r}", "use --only track or --only pretrain")
+    overrides = [a for i, a in enumerate(args) if a != "--only" and (i == 0 or args[i - 1] != "--only")]
+    cfg = load_config(config, overrides)
+    sets = [(cfg.data, cfg.data.track)] if only != "pretrain" else []
+    if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained" and only != "track":
+        sets.append((cfg.pretrain.data, "class-pretraining"))
+    needed = {"eval.query_split": cfg.eval.query_split, "eval.db_split": cfg.eval.db_split}  # retrieval's splits
+    prepare(sets, needed if only != "pretrain" else {})
+
+
+def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in KINDS:
         raise CapawareError("capaware.stage", "needs a kind (stage1, features, xe or scst) and a config", USAGE)
     relaunch(argv)
     kind, config, rest = argv[0], argv[1], argv[2:]
-    if kind == "stage1":
+    if kind == "data":
+        data(config, rest)
+    elif kind == "stage1":
         from embedder.study import main as study
         study(["--config", config, *rest])
     elif kind == "features":

@@ -58,7 +58,8 @@ def import_plugins(entries, where: str) -> None:
                 importlib.import_module(entry)
         except Exception as err:
             raise CapawareError(where, f"plugin {entry!r} could not be imported ({type(err).__name__}: {err})",
-                                "name a module on PYTHONPATH, or a .py file (relative to the config's folder)") from None
+                                "name a module on PYTHONPATH, or a .py file (relative to the config's folder)"
+                                ) from None
 
 
 def knows(table: dict, name: str) -> bool:

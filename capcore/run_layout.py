@@ -13,8 +13,9 @@ A run folder (``run_dir``: ``runs/demo`` for the demo) holds::
 
 Stages, the pipeline planner, the results tables and the report ask these classes for paths instead of
 joining names themselves. Each study (beside its tables) and captioner run also leaves
-``manifest.json`` (StudyManifest, CaptionerManifest): what it is and where its inputs are, paths relative to the run folder when they
-lie below it, so that eval.reporting.report reads facts instead of guessing from folder shapes and configs.
+``manifest.json`` (StudyManifest, CaptionerManifest): what it is and where its inputs are, paths relative to the run
+folder when they lie below it, so that eval.reporting.report reads facts instead of guessing from folder shapes and
+configs.
 """
 from __future__ import annotations
 
@@ -195,7 +196,7 @@ class StudyManifest:
     study_dir: str  # relative to the run folder when below it
     sweep: bool  # a dimension sweep (rows "<method> <d>-D")
     losses: dict[str, str]  # row name -> loss of the method behind it
-    data: dict  # the study's resolved data section (embedder.config.DataConfig); root made portable
+    data: dict  # the study's resolved data section (capdata.config.DataConfig); root made portable
     query_split: str
     db_split: str
     precision: str = ""  # what train.precision chose on this machine, and why (capcore.device.precision_choice)

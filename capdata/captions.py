@@ -22,7 +22,8 @@ ALL = "all"
 def caption_format(name: str, where: str | Path = "format") -> Format:
     fmt = FORMATS.get(name) if plugins.knows(FORMATS, name) else None
     if fmt is None or fmt.track != "caption":
-        raise CapawareError(where, f"{name!r} is not a caption format", f"use one of {', '.join(formats_of('caption'))}")
+        raise CapawareError(where, f"{name!r} is not a caption format",
+                            f"use one of {', '.join(formats_of('caption'))}")
     return fmt
 
 

@@ -1,7 +1,7 @@
 """Open every file a dataset's records point at, before any training trusts them.
 
 The readers parse annotation files only (COCO lists 123k images); this is the data stage's second
-half (``embedder.prepare``), so a missing or truncated image, or a layout map that does not fit its
+half (``capdata.prepare``), so a missing or truncated image, or a layout map that does not fit its
 image, stops the pipeline in its first minutes instead of hours into stage one.
 
 Checked, per record:
@@ -12,7 +12,8 @@ Checked, per record:
   ``Image.verify()`` would not do: for JPEG it checks nothing past the header, so a truncated COCO
   file would pass. The decoded pixels are thrown away; the image's size is the header's.
 * layout track: the layout map reads (``capdata.readers.lsun.record_layout_map``, the loader stage one
-  uses: numbering, corners and the split file's resolution) and its H x W equals the image's, so a map cannot be stretched onto the wrong image.
+  uses: numbering, corners and the split file's resolution) and its H x W equals the image's, so a map cannot be
+  stretched onto the wrong image.
 
 Reporting. Every record is checked (under a progress bar) and every problem collected, then
 ``check_records`` raises ONE ``CapawareError``: it names the first problem's file and record (index

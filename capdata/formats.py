@@ -2,8 +2,8 @@
 
 Every stage reads records through this table, never through a reader directly: stage one and its
 pretraining (``read_records`` on a config's ``data`` section), the features, the captioners, the probes
-and the reports (``capdata.captions``, the caption view, on a file a config names). So a new dataset is a reader file plus
-one ``register_format`` line, and every stage reads it.
+and the reports (``capdata.captions``, the caption view, on a file a config names). So a new dataset is a reader file
+plus one ``register_format`` line, and every stage reads it.
 
 A row holds:
 
@@ -143,7 +143,8 @@ def _karpathy(s: Source):
     return read_karpathy(s.annotation, s.image_root)
 
 
-register_format("pose_json", Format("pose", "poses.json", _pose_json, synthetic="capdata.synthetic.poses:generate_poses"))
+register_format("pose_json", Format("pose", "poses.json", _pose_json,
+                                    synthetic="capdata.synthetic.poses:generate_poses"))
 register_format("mpii", Format("pose", "mpii_human_pose_v1_u12_1.mat", _mpii))
 register_format("mpii_json", Format("pose", "annot", _mpii_json))
 register_format("lsun", Format("layout", "", _lsun, synthetic="capdata.synthetic.rooms:generate_rooms"))

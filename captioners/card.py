@@ -1,6 +1,6 @@
 """What every captioner checkpoint says about itself besides its weights, typed.
 
-XE (captioners.xe) and SCST (rl.train) write the same card into ``best.pt`` and ``last.pt``;
+XE (captioners.xe) and SCST (rl.scst) write the same card into ``best.pt`` and ``last.pt``;
 captioners.predict, eval.grounding and SCST's ``init`` read it back with :meth:`CaptionerCard.of`, which
 refuses in one line a file that is not a captioner checkpoint or lacks a field, instead of failing on a
 missing dictionary key somewhere later.
@@ -49,7 +49,7 @@ class CaptionerCard:
         """The card of a loaded checkpoint dict (extra keys such as weights and optimizer are ignored)."""
         if not isinstance(ckpt, dict) or "model_args" not in ckpt:
             raise CapawareError(path, "not a captioner checkpoint (no model_args)",
-                                "pass the best.pt written by python -m captioners.xe or python -m rl.train")
+                                "pass the best.pt written by python -m captioners.xe or python -m rl.scst")
         names = {f.name for f in dataclasses.fields(cls)}
         required = [f.name for f in dataclasses.fields(cls)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]

@@ -1,7 +1,7 @@
 """Typed config of a captioner run (OmegaConf structured config, loaded by capcore.config.load_schema).
 
-A YAML file (``configs/{demo,paper}/*_att2all2.yaml``, ``configs/{demo,paper}/*_topdown.yaml``) is merged onto these dataclasses,
-then ``key=value`` overrides; an unknown or mistyped key names the key and the file. Every number the
+A YAML file (``configs/{demo,paper}/*_att2all2.yaml``, ``configs/{demo,paper}/*_topdown.yaml``) is merged onto these
+dataclasses, then ``key=value`` overrides; an unknown or mistyped key names the key and the file. Every number the
 training loop uses is here, so the config is the whole description of a run (nanoGPT style).
 """
 from __future__ import annotations

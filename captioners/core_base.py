@@ -14,11 +14,20 @@ class CaptionCore(nn.Module, metaclass=ABCMeta):
     call (causal), which the captioner then uses instead of the word-by-word loop."""
 
     uses_fc: bool
-    uses_ctx2att: bool = False
     steps_at_once: bool = False
 
     def encode_grid(self, att: torch.Tensor) -> torch.Tensor:
         return att
+
+    def build_grid_memory(self, rnn_size: int, att_hid_size: int) -> None:
+        """Create the modules ``grid_memory`` uses, if they are not made in ``__init__``. The captioner calls this
+        after its own embeddings, where it used to make the LSTMs' ``ctx2att`` itself, so that weights are drawn
+        in the same order as before and a seed trains the same captioner it did (old files load through
+        ``Captioner``'s key remap)."""
+
+    @abstractmethod
+    def grid_memory(self, att: torch.Tensor) -> torch.Tensor:
+        """What the core's attention computes from the encoded grid once per image (``Encoded.memory``)."""
 
     @abstractmethod
     def init_state(self, n: int, like: torch.Tensor): ...

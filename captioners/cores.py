@@ -5,9 +5,10 @@ and the Transformer (captioners/transformer_core.py) differ only here; ``caption
 A core's interface, which is all the captioner and the decoders know of it::
 
     core.uses_fc                         whether it reads the fc feature
-    core.uses_ctx2att                    whether the captioner projects att for it (``ctx2att``: the additive
-                                         attention of the LSTMs); else ``core.grid_memory(att)`` does, its own way
     core.encode_grid(att [N, L, H]) -> att [N, L, H]     once per image (the Transformer's encoder; else as is)
+    core.grid_memory(att) -> memory      what its attention needs of the grid, once per image (``Encoded.memory``:
+                                         the LSTMs' additive-attention projection ``ctx2att``, the Transformer's
+                                         keys and values per layer)
     core.init_state(n, like) -> state    the state before the first word (``like``: a tensor of the dtype
                                          and device to use)
     core.select_state(state, rows) -> state              the state of batch rows ``rows`` (a LongTensor):
@@ -33,7 +34,7 @@ from captioners.core_base import CaptionCore
 class AdditiveAttention(nn.Module):
     """Soft attention: alpha = softmax(w^T tanh(W_a a_i + W_h h)); returns sum_i alpha_i a_i and alpha.
 
-    ``p_att`` (= W_a a_i) is computed once per image by the captioner, not at every step.
+    ``p_att`` (= W_a a_i) is computed once per image (the LSTM core's ``grid_memory``), not at every step.
     """
 
     def __init__(self, rnn_size: int, att_hid_size: int):
@@ -51,8 +52,13 @@ class LSTMCore(CaptionCore):
     """What the LSTM cores share: the state ``(h, c)`` of ``[layers, N, H]`` tensors, batch in dim 1."""
 
     layers: int
-    uses_ctx2att = True
     rnn_size: int
+
+    def build_grid_memory(self, rnn_size: int, att_hid_size: int) -> None:
+        self.ctx2att = nn.Linear(rnn_size, att_hid_size)  # W_a of the additive attention, applied once per image
+
+    def grid_memory(self, att: torch.Tensor) -> torch.Tensor:
+        return self.ctx2att(att)
 
     def init_state(self, n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         zeros = like.new_zeros(self.layers, n, self.rnn_size)

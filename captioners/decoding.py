@@ -28,7 +28,7 @@ def sample_loop(model, fc, att, max_len: int, temperature: float | None = None,
     """Greedy (``temperature=None``) or sampling from softmax(logits / temperature).
 
     Autograd follows the caller's mode: the decoders below run it under ``no_grad``; self-critical
-    training (rl/scst.py) runs it with gradients, so a sample and its log-probability come from one
+    training (rl/scst_loss.py) runs it with gradients, so a sample and its log-probability come from one
     forward pass. ``noise`` ([max_len, B] uniforms) samples by inverse CDF instead of ``multinomial``:
     row b's word at step t is the first whose cumulative probability reaches noise[t, b], so a row's
     sample depends on its own noise alone, whichever other rows share the batch (SCST under torchrun

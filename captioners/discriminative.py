@@ -1,4 +1,5 @@
-"""Discriminativeness of generated captions (used by SCST's logs and by ``eval.score_captions``) (Liu et al. 2018, Table 4, measured as Wang et al. 2017 do):
+"""Discriminativeness of generated captions (used by SCST's logs and by ``eval.score_captions``) (Liu et al. 2018, \
+Table 4, measured as Wang et al. 2017 do):
 
 - ``unique_captions``: fraction of the generated captions that occur exactly once among all of them
   ("captions that are unique in all generated captions"); a templated model says the same sentence

@@ -1,5 +1,5 @@
 """The captioner training skeleton that cross-entropy (captioners/xe.py) and self-critical
-(rl/train.py) training share; they differ only in the step they hand it.
+(rl/scst.py) training share; they differ only in the step they hand it.
 
 One screen of loop (nanoGPT style): seeded epoch batches (sharded under torchrun) -> the recipe's
 step (a loss and its per-step numbers) -> gradient clipping -> Adam; the lr steps down by
@@ -139,8 +139,9 @@ class CaptionerLoop:
         self.cfg, self.recipe, self.model, self.train_set, self.val_set = cfg, recipe, model, train_set, val_set
         self.refs, self.vocab, self.max_length, self.card, self.device = refs, vocab, max_length, card, device
         t = cfg.train
-        self.where, self.rank0, self.world = CaptionerDir(Path(cfg.out_dir)), distributed.is_main(), distributed.world_size()
-        self.opt = adam(model.parameters(), fused=False, lr=t.lr, betas=tuple(t.betas), eps=t.eps,
+        self.where, self.rank0, self.world = (CaptionerDir(Path(cfg.out_dir)), distributed.is_main(),
+                                              distributed.world_size())
+        self.opt = adam(model.parameters_in_file_order(), fused=False, lr=t.lr, betas=tuple(t.betas), eps=t.eps,
                         weight_decay=t.weight_decay)  # torch's default kernel: the captioners' numbers stay
         if recipe.optimizer_start is not None:  # its moments; the lr, warm-up and decay stay this run's
             self.opt.load_state_dict(recipe.optimizer_start)
@@ -212,7 +213,8 @@ class CaptionerLoop:
             batches = ShardedBatches(batches, distributed.rank(), self.world)
         if self.train_loader is None:  # once per run: its workers keep their HDF5 handles from epoch to epoch
             self.run_batches = RunBatches()
-            self.train_loader = loader(self.train_set, self.run_batches, cfg.data.num_workers, self.device, persistent=True)
+            self.train_loader = loader(self.train_set, self.run_batches, cfg.data.num_workers, self.device,
+                                       persistent=True)
         self.run_batches.use(batches)
         for i, batch in enumerate(self.train_loader):
             if self.world > 1:  # dropout and sampling draw per-process, per-step seeded streams
@@ -300,7 +302,7 @@ class CaptionerLoop:
 
 
 def training_main(load: Callable, train: Callable, doc: str, argv: list[str] | None) -> None:
-    """``python -m captioners.xe`` / ``rl.train``: ``--config FILE [k=v ...]``, train, leave the process
+    """``python -m captioners.xe`` / ``rl.scst``: ``--config FILE [k=v ...]``, train, leave the process
     group. A simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3."""
     train(load(*config_arguments(doc, argv)))
     distributed.leave()

@@ -40,6 +40,18 @@ class Encoded:
         return Encoded(rep(self.fc), rep(self.att), rep(self.memory))
 
 
+MOVED = {"ctx2att.": "core.ctx2att."}
+"""Weights that moved, old name -> new (issue #48: the LSTM cores own their ``ctx2att``)."""
+
+
+def moved_keys(state_dict: dict, prefix: str, *args) -> None:
+    """A ``load_state_dict`` pre-hook: the weights of files written before a move, under their new names, so
+    every old ``.pt`` and ``.capaware`` file still loads (and strict loading still catches a real mismatch)."""
+    for old, new in MOVED.items():
+        for key in [k for k in state_dict if k.startswith(prefix + old)]:
+            state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
+
+
 class Captioner(nn.Module):
     def __init__(self, core: str, vocab_size: int, fc_feat_size: int, att_feat_size: int,
                  input_encoding_size: int = 512, rnn_size: int = 512, att_hid_size: int = 512,
@@ -70,8 +82,18 @@ class Captioner(nn.Module):
         # att_cells > 0: a learned vector per grid cell, added to its embedded feature (model.att_position), so that
         # the attention knows where each cell is; zero-initialised, so training starts from the plain model
         self.att_pos = nn.Parameter(torch.zeros(att_cells, rnn_size)) if att_cells else None
-        self.ctx2att = nn.Linear(rnn_size, att_hid_size) if self.core.uses_ctx2att else None
+        self.core.build_grid_memory(rnn_size, att_hid_size)  # here, not first: weights drawn in their old order
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
+        self._register_load_state_dict_pre_hook(moved_keys)
+
+    def parameters_in_file_order(self) -> list[nn.Parameter]:
+        """The parameters in the order Adam's saved states count them: an LSTM core's ``ctx2att`` where the
+        captioner held it before it moved into the core (just before ``logit``), so that the optimizer state in a
+        file written before (a ``last.pt`` to resume, an XE ``best.pt`` that SCST starts from) still lines up."""
+        moved = [p for name, p in self.named_parameters() if name.startswith("core.ctx2att.")]
+        rest = [(name, p) for name, p in self.named_parameters() if not name.startswith("core.ctx2att.")]
+        at = next(i for i, (name, _) in enumerate(rest) if name.startswith("logit."))
+        return [p for _, p in rest[:at]] + moved + [p for _, p in rest[at:]]
 
     def set_input_stats(self, fc_mean, fc_std, att_mean, att_std) -> None:
         """The train split's per-channel statistics (feature_extract.stats.channel_stats)."""
@@ -88,8 +110,7 @@ class Captioner(nn.Module):
                                     f"{self.att_pos.shape[0]}", "use features of the grid it was trained on")
             att = att + self.att_pos
         att = self.core.encode_grid(att)
-        return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att,
-                       self.ctx2att(att) if self.ctx2att is not None else self.core.grid_memory(att))
+        return Encoded(self.fc_embed(fc) if self.fc_embed is not None else None, att, self.core.grid_memory(att))
 
     def init_state(self, n: int):
         """The core's state before the first word, for ``n`` rows (a decoder never looks inside it)."""

@@ -83,7 +83,6 @@ class TransformerCore(CaptionCore):
     constructor and unused (it sizes the LSTMs' additive attention)."""
 
     uses_fc = False
-    uses_ctx2att = False
     steps_at_once = True
 
     def __init__(self, input_encoding_size: int, rnn_size: int, att_hid_size: int, drop_prob_lm: float,

@@ -18,37 +18,9 @@ from capcore.config import PRECISIONS, ConfigChecks, RunConfig
 from capcore.config import load_schema
 from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
+from capdata.config import DataConfig
 from capdata.formats import TRACKS, formats_of
 from embedder.losses.registry import LOSSES
-
-
-@dataclass
-class SynthConfig:
-    """Parameters of the embedded-default generator, used when the data folder does not exist yet."""
-    n_train: int = 1000
-    n_test: int = 100
-    seed: int = 0
-    size: int = 64
-    n_val: Optional[int] = None  # caption sets: val images (None: n_train / 10). Each image is drawn from its own
-    # generator seeded by its index, and the splits come in blocks (train, restval, val, test): more val or test
-    # images never move the train images
-
-
-@dataclass
-class DataConfig:
-    track: str = "pose"  # pose | layout | caption
-    format: str = "pose_json"  # a capdata.formats row: pose_json | mpii (.mat) | mpii_json (annot/ of HRNet) | lsun | karpathy
-    root: str = "data/poses"  # dataset folder
-    annotation: str = ""  # annotation file, or folder for mpii_json (relative to root); empty: the format's default
-    image_root: str = ""  # images folder when it is not next to the annotation (MPII)
-    split_file: str = ""  # MPII .mat: image -> train|val|test (relative to root); empty: every image "train"
-    input_size: int = 64  # the network's input frame (pixels); pose distances are measured in it
-    layout_type: Optional[int] = 5  # LSUN layout type kept (the paper uses type 5)
-    layout_labels: str = "auto"  # LSUN layout_seg ids: surfaces (relabelled copy) | regions (original) | auto
-    # decode every image once into RAM (true), per batch (false), or null: into RAM when it fits (embedder.data)
-    in_memory: Optional[bool] = bookkeeping(True)
-    num_workers: int = bookkeeping(0)
-    synthetic: Optional[SynthConfig] = None  # generate the embedded default if root is missing
 
 
 @dataclass
@@ -88,7 +60,8 @@ PAPER_ROWS = {
     "Margin+DWS": {"loss": "margin", "mining": "binary", "margin": 0.2},
 }
 # Rows of losses published after the paper, trained beside its rows and compared with its log-ratio + dense
-# row, but outside its claims (studies/stage_one_seeds/stage1_seeds.py keeps them out of the Fig. 3 and Fig. 5 verdicts).
+# row, but outside its claims (studies/stage_one_seeds/stage1_seeds.py keeps them out of the Fig. 3 and Fig. 5
+# verdicts).
 LATER_ROWS = {
     "L(RnC)": {"loss": "rank_n_contrast", "mining": "dense"},  # Rank-N-Contrast, Zha et al. 2023 (issue #29)
 }
@@ -116,7 +89,8 @@ def expand_rows(raw, where: str):
 class MethodConfig:
     """One loss + mining combination (a row of the paper's retrieval tables)."""
     name: str = "L(Log-ratio)+M(Dense)"
-    loss: str = "log_ratio"  # a registered loss (embedder.losses.registry): log_ratio | triplet | margin | rank_n_contrast
+    # a registered loss (embedder.losses.registry): log_ratio | triplet | margin | rank_n_contrast
+    loss: str = "log_ratio"
     mining: str = "dense"  # dense | binary
     margin: float = 0.03  # triplet: 0.03 dense, 0.2 binary; margin loss: alpha
     embed_dim: Optional[int] = None  # overrides model.embed_dim (dimension sweep)
@@ -330,7 +304,8 @@ def check_method(c: ConfigChecks, where: str, method) -> None:
     entry = LOSSES[method.loss]
     for key in method.loss_args:
         c.need(key in entry.args, f"{where}.loss_args.{key}", f"is not a setting of the {method.loss} loss",
-               f"use one of {', '.join(entry.args)}" if entry.args else "remove it: that loss has no settings of its own")
+               f"use one of {', '.join(entry.args)}" if entry.args
+               else "remove it: that loss has no settings of its own")
     if "distance" in entry.fields:
         c.choice(f"{where}.distance", method.distance, DISTANCES)
     if "temperature" in entry.fields:

@@ -244,7 +244,7 @@ def build_across_ranks(cfg, progress: bool = True) -> None:
     """Under torchrun, the training graph's queries split across the ranks: each builds its shard (rows
     ``shard_range(rank, world, N)``, with its own ``graph.workers``), rank 0 merges them into ``labels.h5``, which
     ``embedder.track.prepare_track`` then reuses. Equal to rank 0's graph alone, since each query's neighbours do
-    not depend on how the queries are grouped (tests/test_distributed.py). Outside torchrun, or with a graph
+    not depend on how the queries are grouped (tests/capcore/test_distributed.py). Outside torchrun, or with a graph
     already built, nothing happens: ``prepare_track`` builds or finds it as before."""
     from capcore import distributed
 

@@ -4,8 +4,8 @@ on the frozen pretrained trunk, then fine-tune everything (the layers ``train.fr
 Why: stage one starts from a pretrained trunk and a randomly initialised head. The first gradients
 reach the trunk through that random head and distort the pretrained layer4 maps, which stage two then
 hands to the captioners (an investigation probe on the demo saw object cells of the 7 x 7 maps fall
-below background after 60 steps, and a warmed-up head keep them above). The trunk is frozen here (eval-mode BatchNorm), so
-its pooled features are computed once (``pooled_features``) and each warm-up step costs one linear layer.
+below background after 60 steps, and a warmed-up head keep them above). The trunk is frozen here (eval-mode BatchNorm),
+so its pooled features are computed once (``pooled_features``) and each warm-up step costs one linear layer.
 """
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ can show, so ``pretrain.targets`` names it:
   are object-centric), one label per crop: the kind of the object nearest its centre, trained with
   softmax cross-entropy. No count, size, position or background target. The kind is the coloured shape
   ("red circle", 36 kinds). ImageNet's classes are hardly ever defined by colour, yet ImageNet-trained
-  networks learn colour-specific filters from their first layer on; on this synthetic world, where colour is independent of shape, colour did not
-  emerge without being named: told the shape alone (``identity_shape``), a linear probe read the
-  colours of the caption set's images at .09 (majority answer .07), and the captioners on those
+  networks learn colour-specific filters from their first layer on; on this synthetic world, where colour is independent
+  of shape, colour did not emerge without being named: told the shape alone (``identity_shape``), a linear probe read
+  the colours of the caption set's images at .09 (majority answer .07), and the captioners on those
   features fell to 19-42% distinct captions (README, *The embedded default*).
 - ``identity_shape``: the kind is the shape alone (six kinds); the colour-blind variant measured above.
 - ``attributes`` (a control): multi-label BCE on every attribute group the captions mention (shape,
@@ -187,7 +187,8 @@ class Views:
                 if kind not in self.lookup:
                     raise CapawareError(self.bank.records.image_paths[i], f"object kind {kind!r} is not among the "
                                         f"{len(self.names)} kinds the pretraining set shows",
-                                        "pretrain on a set that shows every kind (a larger pretrain.data.synthetic.n_train)")
+                                        "pretrain on a set that shows every kind "
+                                        "(a larger pretrain.data.synthetic.n_train)")
                 y[row, self.lookup[kind]] = 1.0
                 continue
             inside = [j for j, (x, y_) in enumerate(centres) if x0 <= x < x0 + c and y0 <= y_ < y0 + c]
@@ -324,9 +325,11 @@ def main(argv: list[str] | None = None) -> None:
     train = split_records(read_records(data) if cfg.pretrain.data is not None else records, train_splits(data))
     names = target_names(train, cfg.pretrain.targets)
     bank = ImageBank.build(train, cfg.data.input_size, cfg.data.in_memory, desc="train images")
-    out = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained", Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets))
+    out = pretrain(cfg, Path(cfg.out_dir) / "class_pretrained",
+                   Views(bank, names, cfg.pretrain.crop, cfg.pretrain.targets))
     acc = report_accuracy(cfg, out, records, names, args.split)
-    print(f"class-pretrained backbone ({cfg.pretrain.targets}) -> {out} ({len(names)} classes; {args.split} accuracy per group: "
+    print(f"class-pretrained backbone ({cfg.pretrain.targets}) -> {out} ({len(names)} classes; "
+          f"{args.split} accuracy per group: "
           f"{format_accuracy(acc)})")
 
 

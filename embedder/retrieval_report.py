@@ -26,7 +26,8 @@ def load_rows(ret_dir: Path) -> dict[str, dict]:
     for path in sorted(Path(ret_dir).glob("*.npz")):
         with np.load(path) as f:
             name = str(f["name"])
-            rows[name] = {"order": int(f["order"]) if "order" in f else len(rows), "ndcg": ndcg_at_k(f["retrieved_dist"], f["ideal_dist"]).tolist(),
+            rows[name] = {"order": int(f["order"]) if "order" in f else len(rows),
+                          "ndcg": ndcg_at_k(f["retrieved_dist"], f["ideal_dist"]).tolist(),
                           "mean_dist": mean_label_distance_at_k(f["retrieved_dist"]).tolist(),
                           "n_queries": int(f["retrieved_dist"].shape[0]), "file": str(path)}
     return dict(sorted(rows.items(), key=lambda kv: (kv[1]["order"], kv[0])))
@@ -41,7 +42,8 @@ def markdown_table(rows: dict[str, dict], title: str) -> str:
         cells = [f"{r['ndcg'][k - 1]:.3f}" for k in ks] + [f"{r['mean_dist'][k - 1]:.3f}" for k in ks]
         lines.append("| " + " | ".join([name] + cells) + " |")
     q = next(iter(rows.values()))["n_queries"]
-    lines += ["", f"{q} queries; nDCG uses r = -log2(d + 1) (Kim et al. 2019, Eq. 12); dist = mean label distance of the top K."]
+    lines += ["", f"{q} queries; nDCG uses r = -log2(d + 1) (Kim et al. 2019, Eq. 12); "
+                  "dist = mean label distance of the top K."]
     gap = gap_line(rows)
     return "\n".join(lines + ([gap] if gap else []))
 

@@ -136,7 +136,8 @@ def resolve_init(cfg, track: Track, progress: bool):
     if distributed.is_main() and getattr(bank.records, "attributes", None) is not None:
         # held out: the caption set's val images, the ones whose features the captioners will read
         acc = report_accuracy(cfg, path, read_records(cfg.data), names, "val")
-        print(f"class-pretrained backbone ({cfg.pretrain.targets}): caption-set val accuracy per group: {format_accuracy(acc)}")
+        print(f"class-pretrained backbone ({cfg.pretrain.targets}): caption-set val accuracy per group: "
+              f"{format_accuracy(acc)}")
     cfg = cfg.copy()
     cfg.model.init = str(path)
     return cfg

@@ -27,7 +27,8 @@ def weights_digest(module: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def computed_once(kind: str, module: torch.nn.Module, bank, extra: tuple, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+def computed_once(kind: str, module: torch.nn.Module, bank, extra: tuple,
+                  compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     """``compute()``, or the tensor it gave last time for the same ``kind``, weights, bank and ``extra``.
     The entry holds the bank itself, so no other bank can be given its ``id`` while the entry lives."""
     key = (weights_digest(module), id(bank), len(bank), extra)

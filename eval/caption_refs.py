@@ -61,7 +61,8 @@ def load_refs(path: str | Path, split: str = "test", fmt: str | None = None) -> 
         return refs, "coco"
     if not (isinstance(data, dict) and ({"images", "captions"} & set(data))):
         raise CapawareError(path, "neither a caption file (Karpathy dataset_*.json, a COCO split file) nor a COCO "
-                            "captions_*.json", "give the Karpathy split file or COCO's annotations/captions_val2014.json")
+                            "captions_*.json",
+                            "give the Karpathy split file or COCO's annotations/captions_val2014.json")
     fmt = format_of_data(data)
     if split not in (*KARPATHY_SPLITS, ALL):
         raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(KARPATHY_SPLITS)}, all")

@@ -11,7 +11,8 @@ from feature_extract.stats import mean_norms
 
 
 def table(named: list[tuple[str, str]]) -> str:
-    lines = ["| features | images | mean L2 norm of an att cell | mean L2 norm of fc | file |", "|---|---:|---:|---:|---|"]
+    lines = ["| features | images | mean L2 norm of an att cell | mean L2 norm of fc | file |",
+             "|---|---:|---:|---:|---|"]
     for label, path in named:
         n = mean_norms(path)
         lines.append(f"| {label} | {n['images']} | {n['att_l2']:.3f} | {n['fc_l2']:.3f} | `{path}` |")

@@ -81,7 +81,7 @@ def checkpoint_of(run: str | Path) -> Path:
     path = CaptionerDir(run).best if run.is_dir() else run
     if not path.is_file():
         raise CapawareError(path, "captioner checkpoint not found", "pass a captioner run folder (with best.pt) "
-                            "or a checkpoint written by captioners.xe / rl.train")
+                            "or a checkpoint written by captioners.xe / rl.scst")
     return path
 
 
@@ -110,7 +110,8 @@ def grounding(checkpoint: str | Path, split: str = "test", features: str | None 
     expect = card.feature_sizes
     if (dataset.info.fc_dim, dataset.info.att_shape[1]) != expect:
         raise CapawareError(feats, f"feature sizes fc {dataset.info.fc_dim}, att {dataset.info.att_shape[1]} do not "
-                            f"fit the checkpoint (fc {expect[0]}, att {expect[1]})", "use features of the same backbone")
+                            f"fit the checkpoint (fc {expect[0]}, att {expect[1]})",
+                            "use features of the same backbone")
     refs = references(card, refs_json, label_set, dataset)
     vocab, max_len = list(card.vocab), int(card.max_length)
     inputs = {"real": dataset, "shuffled": SwappedFeatures(dataset, derangement(len(dataset), seed)),

@@ -51,8 +51,9 @@ class FeaturesConfig:
     att_size: int = 14  # att grid is att_size x att_size (adaptive average pool of layer4)
     dtype: str = "float16"  # storage: float16 | float32
     compression: str = "none"  # none | gzip | lzf
-    precision: str = "auto"  # compute: auto (feature_extract.dump.resolve_precision) | float32 | bfloat16 | float16 (GPU only)
+    # compute: auto (feature_extract.dump.resolve_precision) | float32 | bfloat16 | float16 (GPU only)
     # (auto: bfloat16 autocast on CUDA, float16 on GPUs without native bfloat16, float32 on CPU)
+    precision: str = "auto"
     batch_size: int = 16
     num_workers: int = 2  # DataLoader processes decoding and resizing images (0: in this process)
     channels_last: bool = True

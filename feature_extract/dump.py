@@ -85,7 +85,8 @@ class Extractor:
         self.mean, self.std = IMAGENET_MEAN.to(device), IMAGENET_STD.to(device)
 
     @torch.inference_mode()
-    def __call__(self, images: list[torch.Tensor], dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, images: list[torch.Tensor],
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
         """att, fc in ``dtype`` (the file's), cast on the device: the host only copies the bytes out."""
         # Stacking HWC gives NHWC memory: permuting to NCHW is then channels_last for free.
         x = torch.stack(images).to(self.device, non_blocking=True).permute(0, 3, 1, 2)

@@ -18,8 +18,9 @@ Channels of a cell (``CHANNELS`` names them, in order), over the objects whose c
 ``fc`` is the scene as a whole on the same channels: counts summed over cells, ``x``/``y`` the mean centre of all
 objects, the background once. Not the mean over cells, as the trunks' ``fc`` is: that divides every count by G^2,
 and Top-Down, which reads ``fc`` at every word, then learned from a signal 16 times weaker than the grid's (its
-XE CIDEr-D fell below Img's on the 4 x 4 demo grid while Att2all2, which reads the grid alone, rose). The file carries the features
-file's identity attributes with ``backbone: oracle``, so tables label the row "Oracle" from the file itself.
+XE CIDEr-D fell below Img's on the 4 x 4 demo grid while Att2all2, which reads the grid alone, rose). The file carries
+the features file's identity attributes with ``backbone: oracle``, so tables label the row "Oracle" from the file
+itself.
 """
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def oracle_features(karpathy: str | Path, g: int) -> tuple[np.ndarray, np.ndarra
     records = read_captions(karpathy)  # the synthetic set's Karpathy json: only it has scene objects
     if records.objects is None or records.attributes is None or records.sizes is None:
         raise CapawareError(karpathy, "the caption set has no per-image 'objects', 'attributes' and width/height",
-                            "oracle features need the synthetic shapes-captions set (runs/demo/data/captions/dataset_coco.json)")
+                            "oracle features need the synthetic shapes-captions set "
+                            "(runs/demo/data/captions/dataset_coco.json)")
     att = np.stack([scene_grid(objs, attrs["background"][0], w, h, g)
                     for objs, attrs, (w, h) in zip(records.objects, records.attributes, records.sizes)])
     root = Path(karpathy).resolve().parent

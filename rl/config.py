@@ -28,7 +28,7 @@ class SCSTTrainConfig(CapLoopConfig):
     xe_weight: float = 0.0  # mixed objective (Paulus et al. 2018): loss = SCST + xe_weight * XE on the references
     sample_dropout: bool = True  # sample in train mode (dropout on, self-critical.pytorch) | false: eval mode
     # best.pt only from validations whose val distinct captions keep at least this share of the XE
-    # start's (the collapse guard, rl/train.py); 0: off, best val CIDEr-D alone (the paper)
+    # start's (the collapse guard, rl/scst.py); 0: off, best val CIDEr-D alone (the paper)
     keep_distinct: float = 0.0
     keep_bleu4: float = 0.0  # and whose val BLEU-4 keeps this share of the start's (0: off)
     max_length: Optional[int] = None  # words per sampled caption; None: the labels' max_length
@@ -48,7 +48,7 @@ class RewardConfig:
 
 @dataclass
 class SCSTConfig(RunConfig):
-    """Self-critical fine-tuning of one XE captioner (python -m rl.train): the checkpoint it starts from
+    """Self-critical fine-tuning of one XE captioner (python -m rl.scst): the checkpoint it starts from
     (its architecture comes with it), the same data section as XE, the loop, the reward and validation."""
     init: str = bookkeeping("runs/demo/captioners/img_att2all2/best.pt")  # the XE checkpoint to start from
     data: CapDataConfig = field(default_factory=CapDataConfig)

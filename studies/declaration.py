@@ -4,7 +4,7 @@ checked, and held against a study's results.
 The declaration is committed before any result it governs. ``load_declaration`` validates it like any
 config (one error line naming the key); ``results_follow`` says, key by key, where a results file departs
 from it: the Table 1 writer stamps each results file with the settings it used, and a results file that
-departs is not a result of this study (tests/test_declaration.py).
+departs is not a result of this study (tests/studies/test_declaration.py).
 """
 from __future__ import annotations
 

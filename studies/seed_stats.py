@@ -1,6 +1,6 @@
 """Numbers over training seeds, written once for every seed table: Table 1 over seeds
-(studies.table1_seeds.results_seeds), stage one's (studies.stage_one_seeds.retrieval_seeds), the linear probes (studies.probes.probe) and the SCST
-recipes (studies.scst_recipes.scst_recipes)."""
+(studies.table1_seeds.results_seeds), stage one's (studies.stage_one_seeds.retrieval_seeds), the linear probes
+(studies.probes.probe) and the SCST recipes (studies.scst_recipes.scst_recipes)."""
 from __future__ import annotations
 
 import numpy as np

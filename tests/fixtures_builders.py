@@ -2,7 +2,7 @@
 
 Each ``write_*`` function writes into a folder (a pytest ``tmp_path``) and returns the path(s) a
 reader takes. What they write is spelled out in module constants so a test can check parsed values
-against them, not just shapes. Used by tests/test_readers.py and by any test that needs real-format
+against them, not just shapes. Used by tests/capdata/test_readers.py and by any test that needs real-format
 input; deterministic and fast (a few KB, no randomness except ``write_corrupt_image``'s fixed seed).
 """
 from __future__ import annotations

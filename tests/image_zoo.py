@@ -1,6 +1,6 @@
 """What a folder of one's own photos holds: one file of each kind that ``capdata.images.load_rgb`` must
-open correctly (``good_images``) or refuse in one line (``bad_images``). Shared by tests/test_images.py
-and tests/test_capaware_cli.py."""
+open correctly (``good_images``) or refuse in one line (``bad_images``). Shared by tests/capdata/test_images.py
+and tests/capaware/test_capaware_cli.py."""
 from __future__ import annotations
 
 import io

@@ -57,3 +57,54 @@ def copies(base: Path, *dests: Path) -> tuple[Path, ...]:
     for dest in dests:
         shutil.copytree(base, dest)
     return dests
+
+
+# A copy of the checkout with its configs shrunk: the commands the docs print, run as written on tiny configs
+# (tests/studies/test_study_commands.py, tests/repo/test_readme_commands.py).
+VENV = Path(sys.executable).parents[1]
+STAGE1_TINY = ("data.synthetic.n_val=16 data.synthetic.n_train=64 data.synthetic.n_test=16 data.input_size=32 "
+               "data.synthetic.size=64 captions.w2v_dim=16 captions.w2v_epochs=2 graph.m=6 graph.workers=1 "
+               "train.positives=4 train.batch_size=12 train.k=3 train.anchors_per_batch=1 train.epochs=0.1 eval.k=5 "
+               "eval.n_queries=8 model.arch=resnet10 model.embed_dim=8 pretrain.epochs=0.5 pretrain.batch_size=16 "
+               "pretrain.crop=16 pretrain.data.synthetic.n_train=120 pretrain.data.synthetic.n_test=8 "
+               "pretrain.data.synthetic.size=64 pretrain.precision=float32 train.precision=float32")
+
+
+def tiny_tail(entry: str) -> str:
+    """The tiny pipeline's overrides of one command (everything after its config file)."""
+    return entry.split(" ", 1)[1].replace("\n", " ") if " " in entry else ""
+
+
+def checkout(tmp: Path) -> Path:
+    """The tracked files, as a fresh clone has them."""
+    repo = tmp / "repo"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, files.stdout.split("\0")):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, repo / name)
+    return repo
+
+
+def stage1_tiny(entry: str) -> str:
+    """STAGE1_TINY for a caption track; for pose and layout without the caption generator's keys."""
+    if "caption" in entry.split()[0]:
+        return STAGE1_TINY
+    return " ".join(w for w in STAGE1_TINY.split() if not w.startswith(("data.synthetic.n_val=", "captions.")))
+
+
+def shrink(path: Path) -> None:
+    """Append the tiny overrides to every command of a pipeline config, by stage."""
+    tiny = yaml.safe_load(TINY.read_text())
+    cfg = yaml.safe_load(path.read_text())
+    tails = {"features": tiny_tail(tiny["features"][0]), "captioners": tiny_tail(tiny["captioners"][0]),
+             "rl": tiny_tail(tiny["rl"][0]), "stage1": STAGE1_TINY}
+    for stage, tail in tails.items():
+        cfg[stage] = [f"{entry} {stage1_tiny(entry) if stage == 'stage1' else tail}" for entry in cfg.get(stage) or []
+                      ] or None
+    path.write_text(yaml.safe_dump({k: v for k, v in cfg.items() if v is not None}, sort_keys=False))
+
+
+def make(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1", CAPAWARE_METEOR="off")
+    return subprocess.run(["make", f"VENV={VENV}", "-o", f"{VENV}/.installed", *args], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=1500)

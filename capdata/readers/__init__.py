@@ -19,6 +19,7 @@ from capdata.readers.mpii_json import read_mpii_json
 from capdata.readers.pose_json import read_pose_json
 
 __all__ = [
-    "read_karpathy", "read_pose_json", "read_mpii", "read_mpii_json", "read_lsun", "load_layout_map", "record_layout_map",
+    "read_karpathy", "read_pose_json", "read_mpii", "read_mpii_json", "read_lsun", "load_layout_map",
+    "record_layout_map",
     "check_images_exist", "load_rgb", "KARPATHY_SPLITS", "LSUN_SURFACES", "LSUN_TO_OURS",
 ]

@@ -47,7 +47,8 @@ def read_coco_file(path: Path) -> tuple[dict[int, dict], dict[int, list[str]]]:
         try:
             images[int(im["id"])] = im
         except (KeyError, TypeError, ValueError) as err:
-            raise CapawareError(path, f"images[{k}] has no integer 'id' ({type(err).__name__})", "fix the entry") from None
+            raise CapawareError(path, f"images[{k}] has no integer 'id' ({type(err).__name__})",
+                                "fix the entry") from None
     for k, ann in enumerate(data["annotations"]):
         try:
             captions.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]))
@@ -61,7 +62,8 @@ def read_coco_captions(split_file: str | Path, image_root: str | Path | None = N
     """The images a split file lists, with their captions from COCO's caption files (module docstring)."""
     split_file = Path(split_file).resolve()
     spec = read_json_file(split_file, "split file of COCO captions")
-    if not isinstance(spec, dict) or not isinstance(spec.get("captions"), list) or not isinstance(spec.get("splits"), dict):
+    if (not isinstance(spec, dict) or not isinstance(spec.get("captions"), list)
+            or not isinstance(spec.get("splits"), dict)):
         raise CapawareError(split_file, "not a split file: needs 'captions' (COCO caption files) and 'splits' "
                             "({split: [image ids]})", "see docs/data_formats/caption.md")
     unknown = sorted(set(spec["splits"]) - set(KARPATHY_SPLITS))
@@ -81,7 +83,8 @@ def read_coco_captions(split_file: str | Path, image_root: str | Path | None = N
         for image_id in spec["splits"].get(split, []):
             image_id = int(image_id)
             if image_id not in where or not captions.get(image_id):
-                raise CapawareError(split_file, f"image {image_id} ({split}) has no {'entry' if image_id not in where else 'caption'} "
+                raise CapawareError(split_file, f"image {image_id} ({split}) has no "
+                                    f"{'entry' if image_id not in where else 'caption'} "
                                     f"in {', '.join(spec['captions'])}", "list only images of those files")
             path, im = where[image_id]
             paths.append(path)

@@ -139,4 +139,5 @@ def is_region_numbering(regions: np.ndarray) -> bool:
     return bool(np.all(np.diff(first) > 0))
 
 
-__all__ = ["LAYOUT_TYPES", "LINE_SIDES", "SURFACE_IDS", "corner_count", "half_planes", "surface_areas", "name_regions", "is_region_numbering"]
+__all__ = ["LAYOUT_TYPES", "LINE_SIDES", "SURFACE_IDS", "corner_count", "half_planes", "surface_areas", "name_regions",
+           "is_region_numbering"]

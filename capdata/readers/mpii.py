@@ -155,7 +155,8 @@ def _load_release(mat_path: Path, single_person_only: bool) -> tuple[list, np.nd
     annolist = as_list(release.annolist)
     img_train = np.atleast_1d(np.asarray(release.img_train)).ravel()
     if len(img_train) != len(annolist):
-        raise CapawareError(mat_path, f"RELEASE.img_train has {len(img_train)} entries but annolist has {len(annolist)}",
+        raise CapawareError(mat_path,
+                            f"RELEASE.img_train has {len(img_train)} entries but annolist has {len(annolist)}",
                             "the file is damaged; re-download it")
     single = as_list(getattr(release, "single_person", None)) if single_person_only else None
     if single_person_only and len(single) != len(annolist):

@@ -1,4 +1,5 @@
-"""Reader for capaware's simple pose JSON (docs/design.md, "Files between the stages"): what the synthetic generator writes and what a
+"""Reader for capaware's simple pose JSON (docs/design.md, "Files between the stages"): what the synthetic generator \
+writes and what a
 user converts their own pose data into::
 
     {"joint_names": ["r_ankle", ...],            # optional; if present must equal MPII_JOINTS
@@ -116,7 +117,8 @@ def read_pose_json(path: str | Path) -> PoseRecords:
     path = Path(path).resolve()
     data = read_json_file(path, "pose annotation file")
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-        raise CapawareError(path, "no 'images' list at the top level", "see docs/data_formats/pose.md for the pose JSON format")
+        raise CapawareError(path, "no 'images' list at the top level",
+                            "see docs/data_formats/pose.md for the pose JSON format")
     names = data.get("joint_names")
     if names is not None and list(names) != list(MPII_JOINTS):
         raise CapawareError(path, f"joint_names {names} are not the 16 MPII joints in id order",

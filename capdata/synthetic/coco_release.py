@@ -122,7 +122,8 @@ def generate_coco_release(out: str | Path, n_train: int = 40, n_val: int = 8, n_
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m capdata.synthetic.coco_release", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m capdata.synthetic.coco_release",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder for the tree, the weights and the rehearsal pipeline config")
     parser.add_argument("--n-train", type=int, default=40, help="train + restval images [40]")
     parser.add_argument("--n-val", type=int, default=8)

@@ -6,8 +6,8 @@ Word2Vec trained on the demo's 6,000 templated captions cannot learn that: every
 same slot, so on the sweep set it put red and blue at cosine .93 and left and right at .99, and the caption distance
 measured sentence form instead of content: on the independent sweep set, ranking images by their
 scenes' ground-truth attributes closed at most 29% of the random-to-Oracle nDCG@10 gap under those
-labels, and 65% under these (``studies/caption_labels/caption_label_ceiling.py``). These vectors give each meaning its own
-direction: words of one kind (colours, shapes, counts, ...) share a component (cosine ~.5, as related
+labels, and 65% under these (``studies/caption_labels/caption_label_ceiling.py``). These vectors give each meaning its
+own direction: words of one kind (colours, shapes, counts, ...) share a component (cosine ~.5, as related
 words do in pretrained vectors), synonyms and plurals share their meaning's vector (cosine ~.9).
 
 Filler words ("a", "the", "there", "is", "image", "of", ...) get no vector, so WMD drops them as

@@ -55,4 +55,5 @@ class FlooredSpace:
 
 
 def floored_graph(graph: NeighbourGraph, floor: float) -> NeighbourGraph:
-    return NeighbourGraph(graph.nn_idx, np.maximum(graph.nn_dist, np.float32(floor)), {**graph.attrs, "label_floor": floor})
+    return NeighbourGraph(graph.nn_idx, np.maximum(graph.nn_dist, np.float32(floor)),
+                          {**graph.attrs, "label_floor": floor})

@@ -21,7 +21,8 @@ class KindsSpace:
         attributes = getattr(records, "attributes", None)
         if attributes is None or any("object" not in a for a in attributes):
             raise CapawareError("method.labels", "kinds needs each image's object kinds (the 'attributes' -> 'object' "
-                                "field of the embedded default's Karpathy json)", "use labels: real or shuffled on this data")
+                                "field of the embedded default's Karpathy json)",
+                                "use labels: real or shuffled on this data")
         vocab = sorted({k for a in attributes for k in a["object"]})
         column = {k: j for j, k in enumerate(vocab)}
         self.vocab = vocab

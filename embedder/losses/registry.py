@@ -58,7 +58,8 @@ def loss_args(method) -> dict[str, float]:
     return {**loss_entry(method.loss).args, **dict(getattr(method, "loss_args", None) or {})}
 
 
-register_loss("log_ratio", "embedder.losses.log_ratio:LogRatioLoss", normalised=False, mined=False, fields=("distance",))
+register_loss("log_ratio", "embedder.losses.log_ratio:LogRatioLoss", normalised=False, mined=False,
+              fields=("distance",))
 register_loss("triplet", "embedder.losses.triplet:TripletLoss", normalised=True, mined=True, fields=("margin",))
 register_loss("margin", "embedder.losses.margin:MarginRowLoss", normalised=True, mined=False, fields=("margin",))
 register_loss("rank_n_contrast", "embedder.losses.rank_n_contrast:RankNContrastLoss", normalised=False, mined=False,

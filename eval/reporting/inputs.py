@@ -154,7 +154,7 @@ def study_data(data: dict, root: Path):
     embedded default is not generated again here: labels of a missing dataset are reported missing."""
     from omegaconf import OmegaConf
 
-    from embedder.config import DataConfig
+    from capdata.config import DataConfig
 
     known = {k: v for k, v in data.items() if k in DataConfig.__dataclass_fields__}
     return OmegaConf.merge(OmegaConf.structured(DataConfig), {**known, "root": str(root), "synthetic": None})

@@ -53,7 +53,8 @@ class Context:
     out: Path
     command: str
     examples: int = 6
-    tsne_points: int = 800  # a random subset: a 2-D map of 1,500 pose items took 5 s (issue #36; 2-core AMD EPYC Zen 5 held to AVX2)
+    # a random subset: a 2-D map of 1,500 pose items took 5 s (issue #36; 2-core AMD EPYC Zen 5 held to AVX2)
+    tsne_points: int = 800
 
     def shown(self, path) -> str:
         return shown(path, self.run)
@@ -344,7 +345,8 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
                    f"(queries and database) of study {esc(study.name)}; left to right: "
                    f"{', '.join(esc(t) for t, _ in maps)} (baseline before metric learning, then the trained log-ratio "
                    f"embedding). {colour_text} Embeddings from {', '.join(sources)} "
-                   f"(query_emb/db_emb, written by {code('python -m embedder.study')}); drawn by eval.reporting.report."))
+                   f"(query_emb/db_emb, written by {code('python -m embedder.study')}); "
+                   "drawn by eval.reporting.report."))
     return sec
 
 

@@ -1,4 +1,5 @@
-"""Captioning results in the layout of Kim et al.'s Table 1: ``python -m eval.reporting.results_table RUN... --out DIR``.
+"""Captioning results in the layout of Kim et al.'s Table 1: \
+``python -m eval.reporting.results_table RUN... --out DIR``.
 
 Each RUN is a captioner run folder (every ``metrics_*.json`` / ``*.metrics.json`` in it is one row) or
 a metrics JSON of ``eval.score_captions`` itself. A row's identity is read from the files the captions came
@@ -14,9 +15,9 @@ from, never from folder names, so a renamed folder or a swapped features file ca
 Rows are ordered Model (the cores' registration order) x Features (Img, Cap, ...) x Training (XE, RL); the
 columns are the scores, then G and D from the ``grounding_<split>.json`` of eval.grounding beside the metrics
 file ("n/a" without one) and E from the metrics file; eval/reporting/columns.py holds what each column is and
-the legend printed under the table. An RL row also shows its SCST signature, read from the metrics file. A metric the run could not compute
-(SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes. Written to DIR:
-``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
+the legend printed under the table. An RL row also shows its SCST signature, read from the metrics file. A metric the
+run could not compute (SPICE without its CoreNLP models, METEOR without Java) is "n/a", with the reason among the notes.
+Written to DIR: ``captioning.md`` (the table, repeated Model/Features cells left blank as in the paper),
 ``captioning.csv`` and ``captioning.json`` (every row with its metrics file, predictions, features
 file, backbone, decoding and config hash).
 """
@@ -266,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="folder for captioning.md / .csv / .json")
     a = parser.parse_args(argv)
     args = argv if argv is not None else sys.argv[1:]
-    text = write_table(a.runs, a.out, " ".join(shlex.quote(x) for x in ["python", "-m", "eval.reporting.results_table", *args]))
+    text = write_table(a.runs, a.out,
+                       " ".join(shlex.quote(x) for x in ["python", "-m", "eval.reporting.results_table", *args]))
     print(text + f"-> {os.path.join(a.out, 'captioning')}.{{md,csv,json}}")
 
 

@@ -56,7 +56,7 @@ def test_numbers(run: Path, split: str = "test") -> dict:
 def val_numbers(scst_run: Path) -> dict:
     """Val CIDEr-D, bad endings, distinct captions and BLEU-4 of the XE start (epoch 0) and of best.pt's epoch
     (the best val CIDEr-D among the validations the collapse guard allowed), from history.json."""
-    history = _json(scst_run / "history.json", "history (rl.train)")
+    history = _json(scst_run / "history.json", "history (rl.scst)")
     start = history[0]
     best = max((h for h in history if h.get("eligible", True)), key=lambda h: h["cider_d"])  # best.pt's
     return {"val_C_xe": start["cider_d"], "val_C": best["cider_d"], "best_epoch": best["epoch"],

@@ -7,8 +7,10 @@ measures how the captions are worded rather than what the images hold, and no im
 it. This is how the demo's caption labels were chosen (README, *Caption-aware labels*): run it on the
 independent sweep set, e.g.::
 
-    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml out_dir=runs/demo/ceiling
-    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml out_dir=runs/demo/ceiling_w2v \\
+    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml \
+out_dir=runs/demo/ceiling
+    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml \
+out_dir=runs/demo/ceiling_w2v \\
         "captions.vectors=''" captions.w2v_dim=50 captions.w2v_epochs=20   # old labels: Word2Vec on the captions
 
 Only the synthetic caption set records attributes; prints a markdown table. When the config's study has run
@@ -94,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
         shares = {}
         for n in names:
             v = rows[n]["ndcg"][K - 1]
-            shares[n] = {"ndcg": v, "ceiling_share": (v - base) / (ceiling - base), "oracle_share": (v - base) / (1 - base)}
+            shares[n] = {"ndcg": v, "ceiling_share": (v - base) / (ceiling - base),
+                         "oracle_share": (v - base) / (1 - base)}
             print(f"| {n} | {v:.3f} | {shares[n]['ceiling_share']:+.0%} | {shares[n]['oracle_share']:+.0%} |")
         write_text(Path(cfg.out_dir) / "ceiling_shares.json", json.dumps(
             {"ceiling": ceiling_name, "ceiling_ndcg": ceiling, "seed": cfg.seed, "rows": shares}, indent=1))

@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> None:
     ids = [int(records.image_ids[i]) for i in chosen]
     for k in range(n_refs):
         preds = {image_id: records.raw[i][k] for image_id, i in zip(ids, chosen)}
-        refs = {image_id: [r for j, r in enumerate(records.raw[i][:n_refs]) if j != k] for image_id, i in zip(ids, chosen)}
+        refs = {image_id: [r for j, r in enumerate(records.raw[i][:n_refs]) if j != k]
+                for image_id, i in zip(ids, chosen)}
         m = score_captions(preds, refs, meteor=False, spice=False).metrics
         rows.append((m["CIDEr-D"], m["BLEU-4"]))
         print(f"reference {k + 1} against the other {n_refs - 1}: CIDEr-D {m['CIDEr-D']:.3f}, BLEU-4 {m['BLEU-4']:.4f}")

@@ -1,6 +1,7 @@
 """The positive control and its negative, decided by the rules docs/declaration.md fixed before the run (issue #46):
 ``python -m studies.positive_control.positive_control_check recipe NAME=CURVE.json ...`` prints the recipe kept, and
-``python -m studies.positive_control.positive_control_check verdict --real CURVE.json... --shuffled CURVE.json... --out DIR``
+``python -m studies.positive_control.positive_control_check verdict --real CURVE.json... --shuffled CURVE.json...
+--out DIR``
 writes DIR/positive_control.{md,json}. studies/positive_control/study_positive.sh runs both.
 
 Each CURVE.json is one run's ``probe_curve.json`` (studies/probes/probe_curve.py): per probed step, the colour probe's
@@ -86,7 +87,8 @@ def markdown(v: dict) -> str:
             "| run | real labels | shuffled labels | real − shuffled |\n|---:|---:|---:|---:|\n" + rows + "\n\n"
             f"Real labels >= {v['floor']:.2f} on every seed: {word[v['real_holds']]}. Shuffled at least "
             f"{v['margin']:.2f} below on every seed: {word[v['negative_holds']]}. The positive control "
-            f"{'counts' if v['counts'] else 'does not count'}.\n\nRuns (studies/positive_control/study_positive.sh; every command in "
+            f"{'counts' if v['counts'] else 'does not count'}.\n\n"
+            f"Runs (studies/positive_control/study_positive.sh; every command in "
             f"positive_control.json), e.g. `{v['commands'][0]}`\n")
 
 
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     if a.what == "recipe":
         bad = [c for c in a.curves if "=" not in c]
         if bad:
-            raise CapawareError(bad[0], "not NAME=CURVE.json", "name each recipe's curve, e.g. layer4_10x=runs/.../probe_curve.json")
+            raise CapawareError(bad[0], "not NAME=CURVE.json",
+                                "name each recipe's curve, e.g. layer4_10x=runs/.../probe_curve.json")
         names, paths = zip(*(c.split("=", 1) for c in a.curves))
         print(choose_recipe(dict(zip(names, read(list(paths))))))
         return

@@ -48,7 +48,7 @@ two_at_a_time() {  # "RECIPE LABELS SEED"...: every run, two at once
   return $failed
 }
 
-python -m embedder.prepare --config "$real" run_dir="$run" "${extra[@]}"
+python -m capaware.stage data "$real" run_dir="$run" "${extra[@]}"
 two_at_a_time "layer4_10x real ${seeds[0]}" "layer4_30x real ${seeds[0]}"
 kept=$(python -m studies.positive_control.positive_control_check recipe \
   "layer4_10x=$run/layer4_10x_real/s${seeds[0]}/probe_curve.json" "layer4_30x=$run/layer4_30x_real/s${seeds[0]}/probe_curve.json")

@@ -1,6 +1,7 @@
 """Grid probes: what the attention grid a captioner reads says about each cell and about the scene.
 
-``python -m studies.probes.grid_probe --karpathy DATA/dataset_coco.json --features NAME=FEATS.h5 [...] [--paired A=B] --out DIR``
+``python -m studies.probes.grid_probe --karpathy DATA/dataset_coco.json --features NAME=FEATS.h5 [...] [--paired A=B]
+--out DIR``
 
 Why: ``studies.probes.probe`` reads the pooled ``fc`` vector, but the captioners attend over ``att``, the G x G grid. A
 count or a place can be lost in the mean and still be in the grid, and the other way round. Two probes here:
@@ -9,8 +10,8 @@ count or a place can be lost in the mean and still be in the grid, and the other
   (the objects whose centre falls in it): which colours, shapes and sizes (exact set, scored on the cells that
   hold an object) and how many objects (0, 1, 2+; arg-max, scored on every cell). It asks: can a captioner that
   attends to one cell read what is there?
-- **flat probe**: the whole grid, flattened, to the image-level groups of ``studies.probes.probe`` (shape, colour, count,
-  size, position in 3 x 3 regions, background). It asks what the grid holds about the scene, places included.
+- **flat probe**: the whole grid, flattened, to the image-level groups of ``studies.probes.probe`` (shape, colour,
+  count, size, position in 3 x 3 regions, background). It asks what the grid holds about the scene, places included.
 
 Both are ridge least squares on features standardised by the train split, an unpenalised intercept, each
 group's penalty chosen on val from ``ALPHAS`` and scored on test; indicator targets are read as present above 0.5,
@@ -175,8 +176,8 @@ def markdown(result: dict) -> str:
                  f"files given per row; fitted on {n['train']} train + restval images, penalty chosen on {n['val']} "
                  f"val images, scored on {n['test']} test images. Cell probe: one map shared by every cell; colour, "
                  f"shape and size are exact sets on the cells holding an object, count (0, 1, 2+) is arg-max on every "
-                 f"cell. Flat probe: the flattened grid to studies.probes.probe's groups (exact sets; arg-max for count and "
-                 f"background).")
+                 f"cell. Flat probe: the flattened grid to studies.probes.probe's groups (exact sets; arg-max for "
+                 f"count and background).")
     return "\n".join(lines) + "\n"
 
 

@@ -1,10 +1,11 @@
 """Which stage of a trunk still separates an attribute? Linear probes on each stage's pooled map.
 
-``python -m studies.probes.layer_probe --checkpoint CKPT --karpathy DATA/dataset_coco.json [--groups colour shape] [--size 128]``
+``python -m studies.probes.layer_probe --checkpoint CKPT --karpathy DATA/dataset_coco.json [--groups colour shape]
+[--size 128]``
 
 For a stage-one or class-pretrained checkpoint, every caption-set image goes through the trunk; after the stem
-and after each of layer1 to layer4 the map is averaged over space and ``studies.probes.probe``'s linear probes are fitted
-on it (train + restval fit, val chooses the L2 strength, test scores). A group read well early and poorly at
+and after each of layer1 to layer4 the map is averaged over space and ``studies.probes.probe``'s linear probes are
+fitted on it (train + restval fit, val chooses the L2 strength, test scores). A group read well early and poorly at
 layer4 was there and was discarded on the way up: a stage one that should bring it back has to retrain the
 stages that drop it, not find it anew. Prints a Markdown table.
 """
@@ -19,7 +20,7 @@ from omegaconf import OmegaConf
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import run_cli
-from embedder.config import DataConfig
+from capdata.config import DataConfig
 from capdata.captions import in_split, read_captions
 from capdata.formats import read_records
 from embedder.data import ImageBank

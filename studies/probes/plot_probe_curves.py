@@ -1,6 +1,7 @@
 """Plot probe accuracy against stage-one steps from ``studies/probes/probe_curve.py`` outputs.
 
-``python -m studies.probes.plot_probe_curves CURVE.json... --out FIG.png [--groups colour count position] [--names A B ...]``
+``python -m studies.probes.plot_probe_curves CURVE.json... --out FIG.png [--groups colour count position]
+[--names A B ...]``
 
 One panel per group, one line per trained row (every file's rows, named ``NAME: row`` when ``--names`` gives one
 name per file, e.g. the seeds of one recipe), the majority floor dashed. Deterministic
@@ -23,7 +24,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--names", nargs="+", help="one name per curve file, put before its rows' names")
     a = parser.parse_args(argv)
     if a.names is not None and len(a.names) != len(a.curves):
-        raise CapawareError("--names", f"{len(a.names)} names for {len(a.curves)} curve files", "give one name per file")
+        raise CapawareError("--names", f"{len(a.names)} names for {len(a.curves)} curve files",
+                            "give one name per file")
     import matplotlib
 
     matplotlib.use("Agg")

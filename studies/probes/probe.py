@@ -1,6 +1,7 @@
 """Linear probes: what frozen pooled features carry about each attribute group the captions talk about.
 
-``python -m studies.probes.probe --karpathy DATA/dataset_coco.json --features NAME=FEATS.h5 [NAME=FEATS.h5 ...] --out DIR``
+``python -m studies.probes.probe --karpathy DATA/dataset_coco.json --features NAME=FEATS.h5 [NAME=FEATS.h5 ...]
+--out DIR``
 
 Why: the Img <-> Cap swap of Table 1 measures what caption-aware training adds through two captioners,
 their seeds and SCST. A probe asks the features directly. For every attribute group of the synthetic
@@ -98,7 +99,8 @@ def standardise(x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 
 
 def probe_group(xs: dict[str, torch.Tensor], y: dict[str, np.ndarray], names: list[str]) -> dict:
-    """Fit on ``train`` (standardised features) for every L2 strength, keep the best on ``val``, score it on ``test``."""
+    """Fit on ``train`` (standardised features) for every L2 strength, keep the best on ``val``, \
+score it on ``test``."""
     exclusive = names[0].split(":", 1)[0] in EXCLUSIVE_GROUPS
     ys = {s: torch.from_numpy(v).double() for s, v in y.items()}
 
@@ -200,7 +202,8 @@ def parse_features(items: list[str], flag: str = "--features") -> list[tuple[str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--karpathy", required=True, help="the caption set's dataset_coco.json (its attributes are the targets)")
+    parser.add_argument("--karpathy", required=True,
+                        help="the caption set's dataset_coco.json (its attributes are the targets)")
     parser.add_argument("--format", default=DEFAULT_FORMAT, help="the caption file's format (capdata.captions)")
     parser.add_argument("--features", nargs="+", required=True, help="NAME=FEATS.h5; repeat a NAME for its seeds")
     parser.add_argument("--paired", nargs="*", default=[], help="A=B: also report A - B per group, paired by seed "

@@ -11,7 +11,8 @@ and step; the JSON keeps each point's val accuracy too, ``probe_val``, for choic
 TensorBoard (``probe/<group>`` and ``probe_val/<group>`` under each row's tb/probe/). E.g. the colour-blind start
 (``pretrain.targets=identity_shape``) with the whole trunk trained::
 
-    python -m studies.probes.probe_curve configs/controls/probe_caption.yaml run_dir=runs/demo out_dir=runs/demo/curve \\
+    python -m studies.probes.probe_curve configs/controls/probe_caption.yaml run_dir=runs/demo \
+out_dir=runs/demo/curve \\
         pretrain.targets=identity_shape train.freeze=none train.epochs=4 --every 150
 
 Probing does not disturb training: the model's modes are restored, and the probe's seeded fit runs on a forked
@@ -76,8 +77,10 @@ def markdown(rows: list[dict], floor: dict[str, float], command: str) -> str:
     groups = list(floor)
     lines = ["| row | step | " + " | ".join(groups) + " |", "|---|---:|" + "---:|" * len(groups),
              "| majority (floor) | | " + " | ".join(f"{floor[g]:.3f}" for g in groups) + " |"]
-    lines += [f"| {r['row']} | {r['step']} | " + " | ".join(f"{r['probe'][g]:.3f}" for g in groups) + " |" for r in rows]
-    return "\n".join(lines) + f"\n\nTest accuracy of linear probes on the pooled trunk features (studies.probes.probe). `{command}`\n"
+    lines += [f"| {r['row']} | {r['step']} | " + " | ".join(f"{r['probe'][g]:.3f}" for g in groups) + " |"
+              for r in rows]
+    return "\n".join(lines) + ("\n\nTest accuracy of linear probes on the pooled trunk features "
+                               f"(studies.probes.probe). `{command}`\n")
 
 
 def main(argv: list[str] | None = None) -> None:

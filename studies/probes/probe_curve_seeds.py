@@ -38,7 +38,8 @@ def table(curves: list[dict], group: str, target: float) -> str:
         each = ", ".join(f"{v:.3f}" for v in vals[group])
         lines.append(f"| {k[0]} | {k[1]} | {len(curves)} | {cells} | {each} | {int((vals[group] >= target).sum())} of "
                      f"{len(curves)} |")
-    return "\n".join(lines) + ("\n\nTest accuracy of linear probes on the pooled trunk features (studies.probes.probe), mean ± sd "
+    return "\n".join(lines) + ("\n\nTest accuracy of linear probes on the pooled trunk features "
+                               "(studies.probes.probe), mean ± sd "
                                "over seeds. Curves: " + "; ".join(f"`{c['command']}`" for c in curves) + "\n")
 
 
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     group, _, value = a.target.partition("=")
     curves = load(a.curves)
     if group not in curves[0]["floor"]:
-        raise CapawareError("--target", f"no group {group!r} in the curves", f"use one of {', '.join(curves[0]['floor'])}")
+        raise CapawareError("--target", f"no group {group!r} in the curves",
+                            f"use one of {', '.join(curves[0]['floor'])}")
     print(table(curves, group, float(value)))
 
 

@@ -1,4 +1,5 @@
-"""SCST recipes over captioner seeds: ``python -m studies.scst_recipes.run_scst_recipes PIPELINE_CONFIG RUN SEED... [--lanes 2]``.
+"""SCST recipes over captioner seeds: \
+``python -m studies.scst_recipes.run_scst_recipes PIPELINE_CONFIG RUN SEED... [--lanes 2]``.
 
 The comparison of issue #26, on a finished pipeline run (stage one, features and seed 0's XE
 captioners): every SCST config of the pipeline config is trained from its XE run with each of 8

@@ -1,4 +1,5 @@
-"""SCST recipes compared over seeds: ``python -m studies.scst_recipes.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
+"""SCST recipes compared over seeds: \
+``python -m studies.scst_recipes.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
 
 JOBS.json (written by studies/scst_recipes/run_scst_recipes.py) lists, per recipe, seed and captioner, the XE run and
 the SCST run started from it. For every job eval.reporting.scst_gains reads both runs; per recipe this writes,
@@ -41,10 +42,12 @@ def load_jobs(path: str | Path) -> list[dict]:
     try:
         jobs = json.loads(Path(path).read_text())["jobs"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise CapawareError(path, f"not a jobs file of studies/scst_recipes/run_scst_recipes.py ({err.__class__.__name__})",
+        raise CapawareError(path,
+                            f"not a jobs file of studies/scst_recipes/run_scst_recipes.py ({err.__class__.__name__})",
                             "run python -m studies.scst_recipes.run_scst_recipes PIPELINE_CONFIG RUN SEED...") from None
     if not jobs:
-        raise CapawareError(path, "lists no jobs", "run python -m studies.scst_recipes.run_scst_recipes with some seeds")
+        raise CapawareError(path, "lists no jobs",
+                            "run python -m studies.scst_recipes.run_scst_recipes with some seeds")
     return jobs
 
 
@@ -101,7 +104,8 @@ def choose(summary: dict[str, dict]) -> tuple[str, str]:
     best = max(ok, key=lambda k: (ok[k]["val_C_up"], ok[k]["val_B4_up"], ok[k]["val_dC"]["mean"]))
     dropped = sorted(set(summary) - set(ok))
     why = (f"`{best}`: val CIDEr-D rose in {ok[best]['val_C_up']} of its {ok[best]['n_runs']} runs, the most, and val "
-           f"BLEU-4 in {ok[best]['val_B4_up']} (mean CIDEr-D gain {ok[best]['val_dC']['mean']:+.3f}; ties on CIDEr-D go "
+           f"BLEU-4 in {ok[best]['val_B4_up']} (mean CIDEr-D gain {ok[best]['val_dC']['mean']:+.3f}; "
+           f"ties on CIDEr-D go "
            f"to more BLEU-4 rises, then to the larger mean gain), among the recipes whose val bad "
            f"endings stay within 2 points of the XE start's and whose val distinct captions keep 80% of its"
            + (f" (excluded: {', '.join(dropped)})" if dropped else " (none excluded)"))
@@ -156,11 +160,13 @@ def markdown(summary: dict, pairs: list[dict], best: str, why: str, machine: str
         lines.append(f"| {d['pair']} | {_f(d['val_dC'])} | {_f(d['C'])} | {_f(d['dB4'])} | "
                      f"{_f(d['dbad'], pct=True)} | {_f(d['length'], 2)} |")
     lines += ["", f"Chosen on val: {why}.", "",
-              "Δ: SCST minus its XE start (test split, beam 2, eval.score_captions); val ΔC: best val epoch minus the "
-              "XE start (rl.train's history); bad endings: captions whose last word ends no training reference; "
+              "Δ: SCST minus its XE start (test split, beam 2, eval.score_captions); "
+              "val ΔC: best val epoch minus the "
+              "XE start (rl.scst's history); bad endings: captions whose last word ends no training reference; "
               "all 4 checks: " + "; ".join(d for d, _ in CHECKS.values()) + ". Recipes: baseline greedy | mean of "
               "the other samples; eos | noeos: the end token in the CIDEr-D reward or not; xe | plain: with the "
-              f"config's XE term or without; -b<w>: w x sentence BLEU-4 added to the reward. Machine: {machine}. Jobs: {sources}."]
+              f"config's XE term or without; -b<w>: w x sentence BLEU-4 added to the reward. "
+              f"Machine: {machine}. Jobs: {sources}."]
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     pairs = eos_pairs(rows_by_recipe)
     text = markdown(summary, pairs, best, why, a.machine, a.jobs)
     out = Path(a.out)
-    command = shlex.join(["python", "-m", "studies.scst_recipes.scst_recipes", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(["python", "-m", "studies.scst_recipes.scst_recipes",
+                          *(argv if argv is not None else sys.argv[1:])])
     write_text(out / "scst_recipes.md", text)
     write_text(out / "scst_recipes.json", json.dumps({"recipes": summary, "eos_pairs": pairs, "chosen": best,
                                                       "why": why, "runs": rows_by_recipe, "machine": a.machine,

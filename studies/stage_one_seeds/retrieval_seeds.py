@@ -1,7 +1,7 @@
 """Mean ± standard deviation of nDCG@K over several runs of one study (seeds), and the per-seed paired
 difference of one row against the others:
-``python -m studies.stage_one_seeds.retrieval_seeds RESULTS_DIR... [--k 1 5 10 20 50] [--reference NAME] [--against NAME...]
-[--beside NAME...] [--matches] [--out FILE_STEM] [--machine TEXT] [--timing TEXT]``.
+``python -m studies.stage_one_seeds.retrieval_seeds RESULTS_DIR... [--k 1 5 10 20 50] [--reference NAME]
+[--against NAME...] [--beside NAME...] [--matches] [--out FILE_STEM] [--machine TEXT] [--timing TEXT]``.
 
 One seed's table cannot rank methods whose gaps are the size of the seed-to-seed spread; this puts
 the spread next to every mean. The paired difference (reference minus other, seed by seed: both rows
@@ -90,7 +90,8 @@ def paired_table(paths: list[Path], ks: tuple[int, ...], reference: str = REFERE
         summary[o] = {"mean": float(d.mean()), "per_seed": d.tolist(), "verdict": v}
         if o in beside:
             summary[o]["beside"] = True
-        lines.append(f"| {o} | " + " | ".join(f"{diffs[k][o].mean():+.3f} ± {diffs[k][o].std(ddof=1) if len(runs) > 1 else 0.0:.3f}"
+        lines.append(f"| {o} | " + " | ".join(f"{diffs[k][o].mean():+.3f} ± "
+                                             f"{diffs[k][o].std(ddof=1) if len(runs) > 1 else 0.0:.3f}"
                                              for k in ks) + f" | {int((d > 0).sum())}/{len(d)} | {v} |")
     return "\n".join(lines), summary
 
@@ -134,7 +135,8 @@ def beside_lines(reference: str, summary: dict, k: int = 10) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studies.stage_one_seeds.retrieval_seeds", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m studies.stage_one_seeds.retrieval_seeds",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="folders with a retrieval.json, one per seed")
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10, 20, 50])
     parser.add_argument("--reference", default=REFERENCE, help="the row whose lead is tested")
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     diff_md, summary = paired_table(paths, ks, args.reference, args.against, beside=args.beside)
     claim = claim_line(args.reference, summary, matches=args.matches)
     beside = beside_lines(args.reference, summary)
-    where = "; ".join(x for x in [args.machine and f"Machine: {args.machine}", args.timing and f"wall time: {args.timing}"] if x)
+    where = "; ".join(x for x in [args.machine and f"Machine: {args.machine}",
+                                  args.timing and f"wall time: {args.timing}"] if x)
     text = "\n\n".join([table, diff_md, claim, *beside.values()] + ([where] if where else []))
     print(text)
     if args.out:

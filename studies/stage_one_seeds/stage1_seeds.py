@@ -1,4 +1,5 @@
-"""Stage one over training seeds: ``python -m studies.stage_one_seeds.stage1_seeds PIPELINE_CONFIG RUN SEED... [--machine TEXT]``.
+"""Stage one over training seeds: \
+``python -m studies.stage_one_seeds.stage1_seeds PIPELINE_CONFIG RUN SEED... [--machine TEXT]``.
 
 The study profile's Fig. 3 and Fig. 5 tables. For every stage-one config of the pipeline config and
 every seed, the study is trained and evaluated as the pipeline's stage1 stage does it: seed 0 is the
@@ -49,7 +50,8 @@ def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:
 
 
 def comparison(cfg) -> list[str]:
-    """studies.stage_one_seeds.retrieval_seeds arguments: who is compared with whom (rows of later losses: ``--beside``)."""
+    """studies.stage_one_seeds.retrieval_seeds arguments: who is compared with whom \
+(rows of later losses: ``--beside``)."""
     later = {r["loss"] for r in LATER_ROWS.values()}
     suffixes = [f" {d}-D" for d in cfg.dims] or [""]
     beside = [m.name + s for s in suffixes for m in cfg.methods if m.loss in later]

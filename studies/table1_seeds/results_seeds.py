@@ -43,7 +43,8 @@ def read_table(path: str | Path) -> dict[tuple[str, str, str], dict]:
                             "write it with python -m eval.reporting.results_table RUN... --out DIR") from None
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
-        raise CapawareError(path, "no 'rows' list", "write it with python -m eval.reporting.results_table RUN... --out DIR")
+        raise CapawareError(path, "no 'rows' list",
+                            "write it with python -m eval.reporting.results_table RUN... --out DIR")
     return {tuple(r[k] for k in KEY): r for r in rows}
 
 

@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> None:
     ret = StudyDir(Path(args.study)).retrieval
     rows = {n: r for n, r in load_rows(ret).items() if n not in BOUNDS and ("lr=" in n)}
     if not rows:
-        raise CapawareError(ret, "no trained rows of the choice study", "run configs/sweeps/trunks_caption_choice.yaml first")
+        raise CapawareError(ret, "no trained rows of the choice study",
+                            "run configs/sweeps/trunks_caption_choice.yaml first")
     print(f"| row | val nDCG@{args.k} |\n|---|---:|")
     for name, r in rows.items():
         print(f"| {name} | {r['ndcg'][args.k - 1]:.4f} |")

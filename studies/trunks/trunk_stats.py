@@ -8,7 +8,7 @@ the variance components say where the error comes from and what a given effect w
 Hand-written because each piece is a few lines over scipy's t distribution, and the project's stack has no
 library for a balanced nested design's method-of-moments components and the power question together
 (statsmodels, whose mixed models could fit them, is not a dependency). The moments are the textbook
-balanced-design estimates, each checked against an independent computation in tests/test_trunk_stats.py.
+balanced-design estimates, each checked against an independent computation in tests/studies/test_trunk_stats.py.
 """
 from __future__ import annotations
 

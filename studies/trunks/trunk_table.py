@@ -161,7 +161,8 @@ def markdown(result: dict, decl, declaration: Path) -> str:
             images = f"{c['images_for_02']:,}" if c["images_for_02"] is not None else "none enough"
             lines.append(f"| {c['model']} | {c['training']} | {c['features']} − {c['baseline']} | {means} | "
                          f"{t['mean']:+.3f} | {t['se']:.3f} | {t['df']} | {t['detectable']:.3f} | {t['p']:.3f} | "
-                         f"{comb_text} | {k['trunk']:.2e} / {k['seed']:.2e} / {image} | {need} | {images} | {verdict(c)} |")
+                         f"{comb_text} | {k['trunk']:.2e} / {k['seed']:.2e} / {image} | {need} | {images} | "
+                         f"{verdict(c)} |")
     lines += ["", "Primary rows first, then the declared secondary rows (unadjusted, never verdicts). detectable: "
               "the smallest true difference found at the 5% level with 80% power at the trunk level. combined: "
               "trunks and test images as error, df capped at trunks − 1 (never more confident than the trunk test). "

@@ -1,0 +1,78 @@
+"""The caption view (capdata/captions.py): COCO's own caption release read with a split file gives the same
+images, references, image files and scores as Karpathy's json of the same images (issue #48)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from capcore.errors import CapawareError
+from capdata.captions import detect_format, image_files, in_split, read_captions, references, train_splits
+from capdata.synthetic.coco_release import generate_coco_release
+from eval.caption_refs import load_refs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release")
+    generate_coco_release(out, n_train=12, n_val=4, n_test=6, size=32)
+    return out / "coco"
+
+
+def test_coco_captions_with_a_split_file_read_as_karpathys_json(release):
+    karpathy = read_captions(release / "dataset_coco.json")
+    coco = read_captions(release / "coco_splits.json", "coco_captions")
+    assert detect_format(release / "coco_splits.json") == "coco_captions"
+    assert detect_format(release / "dataset_coco.json") == "karpathy"
+    assert train_splits("coco_captions") == train_splits("karpathy") == ("train", "restval")
+    order = np.argsort(karpathy.image_ids)  # the split file lists images split by split; the json, as it has them
+    back = np.argsort(coco.image_ids)
+    assert np.array_equal(karpathy.image_ids[order], coco.image_ids[back])
+    assert np.array_equal(karpathy.splits[order], coco.splits[back])
+    assert image_files(karpathy) == image_files(coco) and all(p.is_file() for p in image_files(coco).values())
+    for split in ("train", "val", "test", "all"):
+        assert references(karpathy, split) == references(coco, split, "coco_captions")
+        assert len(in_split(coco, split, "coco_captions")) == len(in_split(karpathy, split))
+    tokens = {int(i): c for i, c in zip(karpathy.image_ids, karpathy.captions)}
+    assert {int(i): c for i, c in zip(coco.image_ids, coco.captions)} == tokens  # Karpathy's tokenisation
+
+
+def test_the_same_predictions_score_the_same_against_either_format(release):
+    from eval.score_captions import score_captions
+
+    refs_k, kind_k = load_refs(release / "dataset_coco.json", "test")
+    refs_c, kind_c = load_refs(release / "coco_splits.json", "test")
+    assert (kind_k, kind_c) == ("karpathy", "coco_captions") and refs_k == refs_c
+    preds = {i: refs[-1] for i, refs in sorted(refs_k.items())}  # each image's last reference as its caption
+    preds[min(preds)] = "a cat on a mat"  # and one wrong one, so the scores are not all perfect
+    a = score_captions(preds, refs_k, meteor=False, spice=False).metrics
+    b = score_captions(preds, refs_c, meteor=False, spice=False).metrics
+    assert a == b and 0 < a["CIDEr-D"]
+
+
+def test_a_split_file_naming_an_image_without_captions_is_one_line(release, tmp_path):
+    import json
+
+    spec = json.loads((release / "coco_splits.json").read_text())
+    spec["splits"]["test"].append(999999)
+    bad = release / "bad_splits.json"
+    bad.write_text(json.dumps(spec))
+    with pytest.raises(CapawareError, match=r"bad_splits.json: image 999999 \(test\) has no entry in annotations/"):
+        read_captions(bad, "coco_captions")
+    with pytest.raises(CapawareError, match="'pose_json' is not a caption format"):
+        read_captions(release / "dataset_coco.json", "pose_json")
+
+
+def test_no_module_reads_a_caption_file_but_through_the_caption_view():
+    """The literal-format calls and the hand-written Karpathy parsers are gone from the product."""
+    import subprocess
+
+    call = "read_annotation(" '"karpathy"'  # split, so that this file is not a match itself
+    out = subprocess.run(["grep", "-rn", call, "--include=*.py", "--exclude-dir=.venv", "."], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.stdout == ""
+    product = ("capaware", "capcore", "captioners", "embedder", "feature_extract", "rl", "eval", "scripts", "studies")
+    parsers = [f"{p.relative_to(ROOT)}" for pkg in product for p in (ROOT / pkg).rglob("*.py")
+               if '["sentences"]' in p.read_text() or 'get("sentences"' in p.read_text()]
+    assert parsers == []

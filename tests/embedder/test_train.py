@@ -1,0 +1,146 @@
+"""Stage-one training end to end on a tiny synthetic config: resume and one-line CLI errors."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.tensorboard_log import tb_steps, tb_values
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tiny_overrides(tmp: Path, data_root: Path, out: str) -> list[str]:
+    return [f"data.root={data_root}", f"out_dir={tmp / out}", "data.input_size=32",
+            "data.synthetic.n_train=40", "data.synthetic.n_test=8", "data.synthetic.size=32",
+            "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2", "train.epochs=0.3",
+            "train.ckpt_every=2", "graph.m=8", "train.positives=4", "eval.k=5",
+            "model.embed_dim=8", "train.lr=0.05", "train.log_every=1"]
+
+
+def run(args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    from capdata.synthetic import generate_poses
+
+    root = tmp_path_factory.mktemp("poses") / "poses"
+    generate_poses(root, n_train=40, n_test=8, seed=0, size=32)
+    return root
+
+
+@pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
+                                        ("log_ratio", ["train.head_warmup_steps=4"]),
+                                        ("log_ratio", ["train.freeze=none", "train.jitter=0.3"])])  # whole trunk
+def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra):
+    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
+              "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
+    full = run(common + tiny_overrides(tmp_path, data_root, "full"))
+    assert full.returncode == 0, full.stderr
+    killed = run(common + tiny_overrides(tmp_path, data_root, "killed") + ["train.stop_after_steps=3"])
+    assert killed.returncode == 3  # died mid-run, like a kill
+    method_dir = next((tmp_path / "killed" / "methods").iterdir())
+    assert not (method_dir / "model.pt").exists()
+    assert torch.load(method_dir / "last.pt", weights_only=True)["step"] == 2  # older than the kill: step 3 is lost
+    resumed = run(common + tiny_overrides(tmp_path, data_root, "killed"))
+    assert resumed.returncode == 0, resumed.stderr
+    a = torch.load(next((tmp_path / "full" / "methods").iterdir()) / "model.pt", weights_only=True)
+    b = torch.load(method_dir / "model.pt", weights_only=True)
+    assert a["step"] == b["step"] == 6
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    full_tb, killed_tb = next((tmp_path / "full" / "methods").iterdir()) / "tb", method_dir / "tb"
+    for tag in ("train/loss", "train/grad_norm"):  # every step logged once: a resume neither loses nor repeats one
+        assert tb_steps(full_tb, tag) == tb_steps(killed_tb, tag) == list(range(1, 7)), tag
+
+
+def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root):
+    args = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml",
+            *tiny_overrides(tmp_path, data_root, "run"),
+            "train.lr_end_fraction=0.25"]
+    assert run(args).returncode == 0
+    lr = tb_values(next((tmp_path / "run" / "methods").iterdir()) / "tb", "train/lr")  # lr of the step after
+    assert lr[6] == pytest.approx(0.05 * 0.25) and lr[3] == pytest.approx(0.05 * 0.5)  # 6 steps in all
+    bad = run(args[:-1] + ["train.lr_end_fraction=0"])
+    assert bad.returncode == 2 and "lr_end_fraction" in bad.stderr.splitlines()[-1]
+
+
+def one_line_error(result, *needles):
+    assert result.returncode == 2, result.stderr
+    # progress bars may precede it (they redraw with \r); the error itself is one line, the last
+    lines = [ln for ln in result.stderr.replace("\r", "\n").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error:" in ln]
+    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in result.stderr, result.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def pose_json_variant(tmp_path, data_root, mutate) -> Path:
+    """Copy of the tiny pose set whose annotation ``mutate`` edits (images are symlinked)."""
+    root = tmp_path / "variant"
+    root.mkdir()
+    (root / "images").symlink_to(data_root / "images")
+    doc = json.loads((data_root / "poses.json").read_text())
+    mutate(doc, root)
+    (root / "poses.json").write_text(json.dumps(doc))
+    return root
+
+
+def train_on(tmp_path, root):
+    return run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml"]
+               + tiny_overrides(tmp_path, root, "bad") + ["data.synthetic=null"])
+
+
+def test_missing_image_is_one_line(tmp_path, data_root):
+    def mutate(doc, root):
+        doc["images"][0]["file"] = "images/not_there.png"
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "not_there.png")
+
+
+def test_unreadable_image_is_one_line(tmp_path, data_root):
+    def mutate(doc, root):
+        (root / "broken.png").write_bytes(os.urandom(200))
+        doc["images"][0]["file"] = "broken.png"
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "broken.png")
+
+
+def test_wrong_joint_count_is_one_line(tmp_path, data_root):
+    def mutate(doc, root):
+        doc["images"][1]["joints"] = doc["images"][1]["joints"][:14]
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "poses.json", "14")
+
+
+def test_malformed_annotation_is_one_line(tmp_path, data_root):
+    root = tmp_path / "malformed"
+    root.mkdir()
+    (root / "poses.json").write_text('{"images": [')
+    one_line_error(train_on(tmp_path, root), "poses.json")
+
+
+def test_unknown_config_key_is_one_line(tmp_path):
+    one_line_error(run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "train.lrr=1"]),
+                   "train.lrr")
+
+
+def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, data_root):
+    """Fingerprints see where paths point, not how they are spelled (capcore.fingerprint)."""
+    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "method.loss=log_ratio",
+              "method.mining=dense"]
+    tiny = [o for o in tiny_overrides(tmp_path, data_root, "-") if not o.startswith("out_dir=")]
+    inside = tiny + ["out_dir=${run_dir}/killed"]
+    killed = run(common + inside + [f"run_dir={os.path.relpath(tmp_path, ROOT)}", "train.stop_after_steps=3"])
+    assert killed.returncode == 3
+    resumed = run(common + inside + [f"run_dir={tmp_path}"])
+    assert resumed.returncode == 0, resumed.stderr
+    full = run(common + tiny + [f"out_dir={tmp_path / 'full'}"])
+    assert full.returncode == 0, full.stderr
+    a = torch.load(next((tmp_path / "full" / "methods").iterdir()) / "model.pt", weights_only=True)
+    b = torch.load(next((tmp_path / "killed" / "methods").iterdir()) / "model.pt", weights_only=True)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key

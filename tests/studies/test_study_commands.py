@@ -1,0 +1,51 @@
+"""The study commands README and docs print, run as written (`make study-trunks`, `make study-positive`) in a copy of
+the checkout whose study configs are shrunk to a tiny caption set: each finishes, resumes, and writes the files
+the docs point to, stamped with the declaration.
+
+Marked ``studies``: a few minutes on 2 cores, so `make test` leaves them out and `make test-studies` (which CI
+runs after it) runs them. The copy holds the tracked files only, as a fresh clone would; the shrinking is done
+by appending the tiny pipeline's overrides (tests/fixtures/pipeline_tiny.yaml) to each command of the study's own
+pipeline configs, so the study's configs, scripts and Makefile targets are the ones under test.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.pipeline_helpers import STAGE1_TINY, checkout, make, shrink
+
+pytestmark = [pytest.mark.studies, pytest.mark.timeout(1800)]
+
+
+def test_make_study_trunks_runs_every_declared_trunk_and_writes_table1_over_trunks(tmp_path):
+    repo = checkout(tmp_path)
+    for name in ("pipeline_trunks.yaml", "pipeline_trunks_raw.yaml"):
+        shrink(repo / "configs" / "study" / name)
+    one = make(repo, "study-trunks", "TRUNKS=0")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    assert "trunk 1 not finished: tables over trunks wait" in one.stdout
+    out = make(repo, "study-trunks")  # the other trunks, then the tables; trunk 0 resumes as finished
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = repo / "runs" / "trunks"
+    result = json.loads((run / "results" / "trunks" / "table1_trunks.json").read_text())
+    assert result["ran"]["trunks"] == [0, 1, 2] and len(result["primary"]) == 4
+    assert result["standardised_check"] is not None and len(result["standardised_check"]["cells"]) == 4
+    assert (run / "results" / "probe" / "probe.md").is_file()
+    assert (run / "t2" / "results" / "feature_scale.md").is_file()
+    assert (run / "results" / "feature_scale.md").read_text().count("(trunk ") == 12
+    timing = (run / "results" / "timing.txt").read_text()
+    assert "trunk 0: pipeline to features" in timing and "Table 1 over trunks" in timing
+
+
+def test_make_study_positive_chooses_a_recipe_and_writes_the_verdict(tmp_path):
+    repo = checkout(tmp_path)
+    out = make(repo, "study-positive", "EVERY=2", f"POSITIVE_ARGS={STAGE1_TINY}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = repo / "runs" / "positive"
+    verdict = json.loads((run / "results" / "positive_control.json").read_text())
+    assert len(verdict["real"]) == len(verdict["shuffled"]) == 3 and verdict["budget"] > 0
+    kept = out.stdout.split("recipe kept on val: ")[1].split()[0]
+    assert kept in ("layer4_10x", "layer4_30x") and len(list(run.glob(f"{kept}_*/s*/finished"))) == 6
+    again = make(repo, "study-positive", "EVERY=2", f"POSITIVE_ARGS={STAGE1_TINY}")  # every run is finished
+    assert again.returncode == 0 and "->" not in again.stdout.split("recipe kept")[1]
