@@ -241,6 +241,19 @@ def test_run_takes_config_and_run_folder_from_the_users_directory(tmp_path, monk
     assert from_here(["--run", "r"], config_first=False) == ["--run", str(tmp_path / "r")]
 
 
+def test_the_pipeline_runs_in_the_checkout_or_else_where_the_user_is(tmp_path, monkeypatch):
+    """An editable install runs the pipeline in its checkout (the shipped configs name files from there); a plain
+    install, whose package folder holds no configs, in the user's directory; `capaware demo` needs a checkout."""
+    from capaware import cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.project_folder() == ROOT and cli.PIPELINE.is_file()
+    monkeypatch.setattr(cli, "CHECKOUT", tmp_path / "site-packages")  # where a plain install's package lives
+    assert cli.project_folder() == tmp_path
+    with pytest.raises(CapawareError, match="the demo's configs come with a checkout of capaware"):
+        cli.demo([])
+
+
 def xe_beside(trained, config: str, out: str, *overrides: str) -> Path:
     """A small XE run on the fixture's data and features (another core or setting than the fixture's)."""
     from captioners.config import load_captioner_config

@@ -61,7 +61,8 @@ RUN_BY = {  # command -> the test that runs it (on a tiny config or fixtures whe
 NOT_RUN = {
     "make test": "the suite itself: CI's step (.ci/run) and the clean-clone check that ends every session",
     "make test-studies": "CI's second step (.ci/run); this file's second test is in it",
-    "make bench": "an hour of timings on purpose; each benchmark prints the command that reproduces its figures",
+    "make bench": "an hour of timings on purpose (its dry run is checked below); each benchmark prints the command "
+                  "that reproduces its figures",
 }
 COMMAND = re.compile(r"(make|capaware|python|bash|pip|TORCH_HOME=\S+ capaware)( |$)")
 
@@ -88,6 +89,15 @@ def test_every_readme_command_is_run_here_or_by_a_named_test():
         assert name in names, target
     stale = [c for c in RUN_HERE + tuple(RUN_BY) if c not in readme_commands()]
     assert stale == [], f"no longer in README: {stale}"
+
+
+def test_make_bench_names_only_benchmarks_that_exist():
+    """`make bench` is not run here (an hour); its dry run must name only benchmark files the checkout has."""
+    dry = subprocess.run(["make", "-n", "bench", "VENV=/nonexistent-venv"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    looped = re.findall(r"for b in ([\w ]+);", dry.stdout)[0].split()  # the loop over benchmarks/$b.py
+    named = set(re.findall(r"benchmarks/(\w+)\.py", dry.stdout)) | set(looped)
+    assert len(named) >= 10 and all((ROOT / "benchmarks" / f"{b}.py").is_file() for b in named), sorted(named)
 
 
 def shrink_stage_config(path, dotlist: str) -> None:
