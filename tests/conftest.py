@@ -13,5 +13,6 @@ def one_thread():
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "studies: the study commands run as written on a tiny config "
-                                       "(make test-studies; make test leaves them out)")
+    config.addinivalue_line("markers", "studies: the study commands, README's commands and the plain-install "
+                                       "pipeline, run as written on tiny configs (make test-studies; make test "
+                                       "leaves them out)")
