@@ -1,4 +1,4 @@
-"""Discriminativeness of generated captions (used by SCST's logs and by ``eval.score_captions``) (Liu et al. 2018, \
+"""Discriminativeness of generated captions (used by SCST's logs and by ``eval.score_captions``) (Liu et al. 2018,
 Table 4, measured as Wang et al. 2017 do):
 
 - ``unique_captions``: fraction of the generated captions that occur exactly once among all of them

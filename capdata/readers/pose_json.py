@@ -1,4 +1,4 @@
-"""Reader for capaware's simple pose JSON (docs/design.md, "Files between the stages"): what the synthetic generator \
+"""Reader for capaware's simple pose JSON (docs/design.md, "Files between the stages"): what the synthetic generator
 writes and what a
 user converts their own pose data into::
 

@@ -363,8 +363,8 @@ def split_sizes(n_train: int, n_val: int | None, n_test: int | None) -> dict[str
 
 def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None = None, seed: int = 0,
                       size: int = 128, n_val: int | None = None) -> Path:
-    """Write the shapes images, ``vectors.txt`` (``word_vectors.py``) and ``dataset_coco.json``; \
-returns the json's path.
+    """Write the shapes images, ``vectors.txt`` (``word_vectors.py``) and ``dataset_coco.json``;
+    returns the json's path.
 
     ``n_train`` counts train + restval images; ``n_val`` / ``n_test`` default to n_train / 10.
     """

@@ -1,4 +1,4 @@
-"""Captioning results in the layout of Kim et al.'s Table 1: \
+"""Captioning results in the layout of Kim et al.'s Table 1:
 ``python -m eval.reporting.results_table RUN... --out DIR``.
 
 Each RUN is a captioner run folder (every ``metrics_*.json`` / ``*.metrics.json`` in it is one row) or

@@ -1,7 +1,7 @@
-"""Stage one's share of the label ceiling over training seeds: \
+"""Stage one's share of the label ceiling over training seeds:
 ``python -m studies.caption_labels.ceiling_seeds FILE...``.
 
-Each FILE is a ``ceiling_shares.json`` that studies/caption_labels/caption_label_ceiling.py wrote for one seed's \
+Each FILE is a ``ceiling_shares.json`` that studies/caption_labels/caption_label_ceiling.py wrote for one seed's
 caption track.
 Prints, per row, nDCG@10 and the share of the Img-to-ceiling gap as mean ± sd with every seed's value and how many
 seeds reach half the gap (issue #35 asks the chosen Cap row for >= 50% on 3 of 3 seeds).

@@ -99,8 +99,8 @@ def standardise(x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 
 
 def probe_group(xs: dict[str, torch.Tensor], y: dict[str, np.ndarray], names: list[str]) -> dict:
-    """Fit on ``train`` (standardised features) for every L2 strength, keep the best on ``val``, \
-score it on ``test``."""
+    """Fit on ``train`` (standardised features) for every L2 strength, keep the best on ``val``,
+    score it on ``test``."""
     exclusive = names[0].split(":", 1)[0] in EXCLUSIVE_GROUPS
     ys = {s: torch.from_numpy(v).double() for s, v in y.items()}
 

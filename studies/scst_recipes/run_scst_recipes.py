@@ -1,4 +1,4 @@
-"""SCST recipes over captioner seeds: \
+"""SCST recipes over captioner seeds:
 ``python -m studies.scst_recipes.run_scst_recipes PIPELINE_CONFIG RUN SEED... [--lanes 2]``.
 
 The comparison of issue #26, on a finished pipeline run (stage one, features and seed 0's XE

@@ -1,4 +1,4 @@
-"""SCST recipes compared over seeds: \
+"""SCST recipes compared over seeds:
 ``python -m studies.scst_recipes.scst_recipes JOBS.json --out DIR [--machine TEXT]``.
 
 JOBS.json (written by studies/scst_recipes/run_scst_recipes.py) lists, per recipe, seed and captioner, the XE run and

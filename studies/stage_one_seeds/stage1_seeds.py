@@ -1,4 +1,4 @@
-"""Stage one over training seeds: \
+"""Stage one over training seeds:
 ``python -m studies.stage_one_seeds.stage1_seeds PIPELINE_CONFIG RUN SEED... [--machine TEXT]``.
 
 The study profile's Fig. 3 and Fig. 5 tables. For every stage-one config of the pipeline config and
@@ -50,8 +50,8 @@ def seed_overrides(cfg, run: str, seed: int) -> tuple[list[str], RunDir]:
 
 
 def comparison(cfg) -> list[str]:
-    """studies.stage_one_seeds.retrieval_seeds arguments: who is compared with whom \
-(rows of later losses: ``--beside``)."""
+    """studies.stage_one_seeds.retrieval_seeds arguments: who is compared with whom
+    (rows of later losses: ``--beside``)."""
     later = {r["loss"] for r in LATER_ROWS.values()}
     suffixes = [f" {d}-D" for d in cfg.dims] or [""]
     beside = [m.name + s for s in suffixes for m in cfg.methods if m.loss in later]

@@ -1,4 +1,4 @@
-"""scripts/pipeline.sh with two commands at a time gives the one-at-a-time tables, and \
+"""scripts/pipeline.sh with two commands at a time gives the one-at-a-time tables, and
 studies/table1_seeds/table1_seeds.sh
 aggregates its seeds (a file of its own, so that pytest-xdist runs it beside tests/capaware/test_pipeline.py)."""
 from __future__ import annotations

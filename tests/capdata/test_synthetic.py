@@ -380,8 +380,8 @@ def test_caption_word_vectors_cover_every_content_word_and_separate_meanings(mad
 
 
 def test_attribute_embedding_of_the_label_ceiling_probe(made):
-    """studies/caption_labels/caption_label_ceiling.py: one column per (group, value); equal rows for equal attribute \
-sets."""
+    """studies/caption_labels/caption_label_ceiling.py: one column per (group, value); equal rows for equal attribute
+    sets."""
     from studies.caption_labels.caption_label_ceiling import attribute_vectors
 
     images = json.loads(made["captions", "a"][1].read_text())["images"]

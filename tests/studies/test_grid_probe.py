@@ -1,4 +1,4 @@
-"""studies.probes.grid_probe: ridge probes on the attention grid, against a direct least-squares fit and on oracle \
+"""studies.probes.grid_probe: ridge probes on the attention grid, against a direct least-squares fit and on oracle
 features."""
 import numpy as np
 import pytest

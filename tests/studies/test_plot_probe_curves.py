@@ -1,4 +1,4 @@
-"""studies/probes/plot_probe_curves.py: one line per file and row, named per file with --names; a bad --names is one \
+"""studies/probes/plot_probe_curves.py: one line per file and row, named per file with --names; a bad --names is one
 line."""
 import json
 

@@ -1,4 +1,4 @@
-"""studies/positive_control/positive_control_check.py: the declared recipe, budget and verdict rules against \
+"""studies/positive_control/positive_control_check.py: the declared recipe, budget and verdict rules against
 hand-worked curves."""
 import json
 

@@ -1,4 +1,4 @@
-"""eval.reporting.scst_gains (the four checks of an XE -> SCST pair) and studies.scst_recipes.scst_recipes (recipes \
+"""eval.reporting.scst_gains (the four checks of an XE -> SCST pair) and studies.scst_recipes.scst_recipes (recipes
 over seeds,
 chosen on val) on hand-made run folders; studies/scst_recipes/run_scst_recipes.py's recipe grid."""
 import json
