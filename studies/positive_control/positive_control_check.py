@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     check.add_argument("--shuffled", nargs="+", required=True)
     check.add_argument("--out", required=True)
     a = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    read = lambda paths: read_json_files(paths, "run studies/probes/probe_curve.py for it first")  # noqa: E731
+    read = lambda paths: read_json_files(paths, "run python -m studies.probes.probe_curve for it first")  # noqa: E731
     if a.what == "recipe":
         bad = [c for c in a.curves if "=" not in c]
         if bad:

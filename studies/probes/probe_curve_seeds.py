@@ -16,7 +16,7 @@ from capcore.json_files import read_json_files
 
 
 def load(paths: list[str]) -> list[dict]:
-    return read_json_files(paths, "run studies/probes/probe_curve.py for that seed first")
+    return read_json_files(paths, "run python -m studies.probes.probe_curve for that seed first")
 
 
 def points(curve: dict) -> dict[tuple[str, int], dict[str, float]]:

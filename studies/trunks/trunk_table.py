@@ -44,7 +44,7 @@ def collect(run: Path, trunks: list[int], seeds: list[int], variant: str = "") -
             path = run / f"t{t}" / variant / "results" / "table1" / f"s{s}" / "captioning.json"
             if not path.is_file():
                 raise CapawareError(path, f"trunk {t}, captioner seed {s} has no Table 1 yet",
-                                    f"run studies/trunks/study_trunks.sh {run} {t} (it resumes)")
+                                    f"run bash studies/trunks/study_trunks.sh {run} {t} (it resumes)")
             tables.setdefault(t, {})[s] = read_table(path)
     return tables
 
