@@ -19,7 +19,8 @@ TARGET = 0.5
 
 
 def load(paths: list[str]) -> list[dict]:
-    return read_json_files(paths, "run python -m studies.caption_labels.caption_label_ceiling on that seed's study first")
+    return read_json_files(paths, "run python -m studies.caption_labels.caption_label_ceiling on that seed's "
+                                  "study first")
 
 
 def table(seeds: list[dict]) -> str:
