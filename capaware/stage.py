@@ -75,13 +75,17 @@ def captioner(kind: str, config: str, overrides: list[str]) -> None:
 
 def data(config: str, args: list[str]) -> None:
     """The data stage of a stage-one config: its track's set and, when it class-pretrains, that set too."""
+    import argparse
+
     from capdata.prepare import prepare
     from embedder.config import load_config
 
-    only = args[args.index("--only") + 1] if "--only" in args else None
-    if only not in (None, "track", "pretrain"):
-        raise CapawareError("--only", f"unknown set {only!r}", "use --only track or --only pretrain")
-    overrides = [a for i, a in enumerate(args) if a != "--only" and (i == 0 or args[i - 1] != "--only")]
+    parser = argparse.ArgumentParser(prog="python -m capaware.stage data CONFIG")
+    parser.add_argument("--only", choices=("track", "pretrain"), default=None,
+                        help="only the track's set, or only the class-pretraining set (the pipeline prepares them "
+                        "as two commands that can run side by side)")
+    known, overrides = parser.parse_known_args(args)
+    only = known.only
     cfg = load_config(config, overrides)
     sets = [(cfg.data, cfg.data.track)] if only != "pretrain" else []
     if cfg.pretrain.data is not None and cfg.model.init == "class-pretrained" and only != "track":
@@ -93,7 +97,7 @@ def data(config: str, args: list[str]) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in KINDS:
-        raise CapawareError("capaware.stage", "needs a kind (stage1, features, xe or scst) and a config", USAGE)
+        raise CapawareError("capaware.stage", "needs a kind (data, stage1, features, xe or scst) and a config", USAGE)
     relaunch(argv)
     kind, config, rest = argv[0], argv[1], argv[2:]
     if kind == "data":

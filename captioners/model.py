@@ -44,7 +44,7 @@ MOVED = {"ctx2att.": "core.ctx2att."}
 """Weights that moved, old name -> new (issue #48: the LSTM cores own their ``ctx2att``)."""
 
 
-def moved_keys(state_dict: dict, prefix: str, *args) -> None:
+def moved_keys(module: nn.Module, state_dict: dict, prefix: str, *args) -> None:
     """A ``load_state_dict`` pre-hook: the weights of files written before a move, under their new names, so
     every old ``.pt`` and ``.capaware`` file still loads (and strict loading still catches a real mismatch)."""
     for old, new in MOVED.items():
@@ -84,7 +84,7 @@ class Captioner(nn.Module):
         self.att_pos = nn.Parameter(torch.zeros(att_cells, rnn_size)) if att_cells else None
         self.core.build_grid_memory(rnn_size, att_hid_size)  # here, not first: weights drawn in their old order
         self.logit = nn.Linear(rnn_size, vocab_size + 1)
-        self._register_load_state_dict_pre_hook(moved_keys)
+        self.register_load_state_dict_pre_hook(moved_keys)
 
     def parameters_in_file_order(self) -> list[nn.Parameter]:
         """The parameters in the order Adam's saved states count them: an LSTM core's ``ctx2att`` where the

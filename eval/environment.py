@@ -304,14 +304,14 @@ def check_weights(arch: str, weights: str = "", used_by: str = "") -> Check:
     """One architecture's ImageNet file; required when a config given to the doctor loads it (``used_by``)."""
     need = f"needed by {used_by}" if used_by else "needed only for ImageNet init / features"
     try:
-        err = weight_file_problem(arch, weights)
-        if err is not None:
-            return Check(f"ImageNet {arch}", "MISSING", f"{err.where} not found; {need}", err.fix or str(err),
-                         required=bool(used_by))
         from embedder.model import imagenet_weight_file
 
-        return Check(f"ImageNet {arch}", "ok", f"{imagenet_weight_file(arch, weights)} ({need})",
-                     required=bool(used_by))
+        try:  # the file the preflight's weight_file_problem looks for, found once; its path shown
+            return Check(f"ImageNet {arch}", "ok", f"{imagenet_weight_file(arch, weights)} ({need})",
+                         required=bool(used_by))
+        except CapawareError as err:
+            return Check(f"ImageNet {arch}", "MISSING", f"{err.where} not found; {need}", err.fix or str(err),
+                         required=bool(used_by))
     except Exception as err:
         return Check(f"ImageNet {arch}", "warn", f"could not check ({err})", required=False)
 

@@ -23,6 +23,16 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+def assert_same_checkpoints(full, killed) -> None:
+    """A killed-and-resumed run's last.pt and best.pt equal the uninterrupted run's: step and every weight."""
+    for name in ("last.pt", "best.pt"):
+        a = torch.load(full / name, weights_only=True)
+        b = torch.load(killed / name, weights_only=True)
+        assert a["step"] == b["step"]
+        for key in a["model"]:
+            assert torch.equal(a["model"][key], b["model"][key]), (name, key)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Synthetic Karpathy set + prepro + a feats.h5 holding every image (random 2 x 2 grid, C = 8)."""
@@ -108,12 +118,7 @@ def test_resume_after_kill_reproduces_the_uninterrupted_run(tiny, tmp_path, core
         train(cfg, progress=False)
     train(load_captioner_config(ROOT / config, killed), progress=False)
 
-    for name in ("last.pt", "best.pt"):
-        a = torch.load(tmp_path / "full" / name, weights_only=True)
-        b = torch.load(tmp_path / "killed" / name, weights_only=True)
-        assert a["step"] == b["step"]
-        for key in a["model"]:
-            assert torch.equal(a["model"][key], b["model"][key]), (name, key)
+    assert_same_checkpoints(tmp_path / "full", tmp_path / "killed")
     h_full = json.loads((tmp_path / "full" / "history.json").read_text())
     h_killed = json.loads((tmp_path / "killed" / "history.json").read_text())
     assert [h["cider_d"] for h in h_full] == [h["cider_d"] for h in h_killed]
