@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 #   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: java demo test test-studies study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
+.PHONY: java demo test test-integration test-studies study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -29,15 +29,22 @@ demo: java venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
 
 # Two pytest workers (pytest-xdist), a test file each at a time (module fixtures are built once):
-# most tests run one torch thread, so two files side by side use both cores of a 2-core machine.
+# most tests run one torch thread, so two files side by side use both cores of a 2-core machine. The workers
+# take files longest first, by their measured seconds (tests/conftest.py, tests/file_seconds.json).
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not studies"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m "not studies and not integration"
+
+# Whole-pipeline scenarios whose pieces make test checks: the COCO rehearsal, two jobs against one, two nodes on
+# one machine (about 6 minutes on 2 cores; CI runs it after make test).
+test-integration: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m integration
 
 # The study commands README and docs print, each run as written on a tiny config (tests/studies/test_study_commands.py;
 # a few minutes on 2 cores, so apart from `make test`; CI runs both).
 test-studies: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m studies
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m studies
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
 # configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast

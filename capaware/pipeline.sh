@@ -168,7 +168,7 @@ for ((i = lo; i <= hi; i++)); do
   else  # rank 0 (on node 0) still decodes and scores: the next rendezvous waits for it here, not in torchrun
     until [[ -f $marker && $(cat "$marker") == "$fingerprint" ]]; do sleep 10; done
   fi
-  echo "[$stage] done in $(($(date +%s) - t0)) s"
+  echo "[$stage] done in $(($(date +%s) - t0)) s" | tee -a "$log"  # in its log too: benchmarks/demo_time.py reads it
 done
 
 echo

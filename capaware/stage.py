@@ -47,30 +47,39 @@ def relaunch(argv: list[str]) -> None:
 def captioner(kind: str, config: str, overrides: list[str]) -> None:
     from capcore import distributed
     from capcore.run_layout import CaptionerDir
+    from capcore.stopwatch import Stopwatch
     from captioners import predict, xe
     from captioners.config import load_captioner_config
     from eval import attention_maps, grounding, score_captions
     from rl import scst
     from rl.config import load_scst_config
 
-    if kind == "xe":
-        cfg = load_captioner_config(config, overrides)
-        xe.train(cfg)
-    else:
-        cfg = load_scst_config(config, overrides)
-        scst.train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
-    distributed.leave()
+    watch = Stopwatch(kind)  # named for its run folder below
+    with watch.phase("train"):
+        if kind == "xe":
+            cfg = load_captioner_config(config, overrides)
+            xe.train(cfg)
+        else:
+            cfg = load_scst_config(config, overrides)
+            scst.train(cfg)  # a simulated kill (train.stop_after_steps) unwinds to run_cli, which exits 3
+        distributed.leave()
     if distributed.launched_rank() != 0:  # under torchrun (--nproc) rank 0 alone decodes and scores
         return
     run, refs = CaptionerDir(cfg.out_dir), cfg.data.json
-    predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
-                  "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
-    score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--format", cfg.data.format,
-                         "--split", "test", "--out", str(run.metrics("test")),
-                         "--per-image", str(run.per_image("test"))])
-    grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
-    attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs, "--format", cfg.data.format,
-                         "--out", str(run.attention_pictures), "--n", "4"])
+    watch.label = f"{kind} {run.root.name}"
+    with watch.phase("decode"):
+        predict.main(["--checkpoint", str(run.best), "--split", "test", "--method", "beam", "--beam-size", "2",
+                      "--out", str(run.preds("test")), "--attention", str(run.attention("test"))])
+    with watch.phase("score"):
+        score_captions.main(["--preds", str(run.preds("test")), "--refs", refs, "--format", cfg.data.format,
+                             "--split", "test", "--out", str(run.metrics("test")),
+                             "--per-image", str(run.per_image("test"))])
+    with watch.phase("grounding"):
+        grounding.main([str(run.root), "--split", "test", "--out", str(run.grounding("test"))])
+    with watch.phase("attention"):
+        attention_maps.main(["--attention", str(run.attention("test")), "--refs", refs, "--format", cfg.data.format,
+                             "--out", str(run.attention_pictures), "--n", "4"])
+    print(watch.line(), flush=True)
 
 
 def data(config: str, args: list[str]) -> None:

@@ -35,6 +35,7 @@ from capcore.config import config_arguments
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import CaptionerDir, CaptionerManifest, write_manifest
+from capcore.stopwatch import Stopwatch
 from captioners.card import CaptionerCard
 from captioners.data import (
     CaptionDataset,
@@ -151,6 +152,7 @@ class CaptionerLoop:
                                    dict(recipe.rngs), other=f"another config{recipe.other_start}")
         self.p = Progress(stats={k: [] for k in recipe.stats})
         self.show = progress
+        self.watch = Stopwatch(f"{recipe.kind} {Path(cfg.out_dir).name}")  # steps and validation, printed by report()
         self.train_loader, self.run_batches = None, None  # built at the first epoch (train_epoch)
 
     def resume(self) -> bool:
@@ -181,6 +183,10 @@ class CaptionerLoop:
 
     def validate(self, epoch: int, lr: float) -> None:
         """Decode val, score CIDEr-D (pycocoevalcap), log it, and keep best.pt when it is the best eligible."""
+        with self.watch.phase("validation"):
+            self._validate(epoch, lr)
+
+    def _validate(self, epoch: int, lr: float) -> None:
         cfg, p, recipe = self.cfg, self.p, self.recipe
         preds, _ = generate(self.model, self.val_set, self.vocab, self.device, cfg.val.batch_size, self.max_length,
                             "beam" if cfg.val.beam_size > 1 else "greedy", cfg.val.beam_size,
@@ -282,7 +288,8 @@ class CaptionerLoop:
                 group["lr"] = lr
             if recipe.begin_epoch:
                 recipe.begin_epoch(epoch)
-            self.train_epoch(epoch, lr, net)
+            with self.watch.phase("steps"):
+                self.train_epoch(epoch, lr, net)
             if self.end_epoch(epoch + 1, lr):
                 break
             if asked_to_stop(p.step, t.stop_after_steps, self.total):
@@ -296,6 +303,7 @@ class CaptionerLoop:
             return
         p = self.p
         print(f"{self.recipe.kind} {self.cfg.name}: {p.step} steps, best val CIDEr-D {p.best:.3f} -> {self.where.best}")
+        print(self.watch.line(), flush=True)
         for h in p.history:
             print(f"  epoch {h['epoch']:3d}  val CIDEr-D {h['cider_d']:.3f}  "
                   + (self.recipe.summary(h) if self.recipe.summary else "") + f"  lr {h['lr']:.2e}")

@@ -23,6 +23,7 @@ from capcore.config import to_yaml
 from capcore.device import pick_device, precision_choice
 from capcore.errors import run_cli
 from capcore.run_layout import MANIFEST, RunDir, StudyDir, StudyManifest, write_manifest
+from capcore.stopwatch import Stopwatch
 from embedder.config import load_config, slug
 from capdata.formats import read_records, train_splits
 from embedder.data import ImageBank, split_records
@@ -143,7 +144,9 @@ def resolve_init(cfg, track: Track, progress: bool):
     return cfg
 
 
-def run_study(cfg, progress: bool = True) -> Path:
+def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Path:
+    """Train and evaluate every row; ``watch`` collects the wall time of each piece (the study's timing line)."""
+    watch = watch or Stopwatch(cfg.name)
     out = Path(cfg.out_dir)
     where = StudyDir(out)
     device = pick_device(cfg.device)
@@ -152,18 +155,21 @@ def run_study(cfg, progress: bool = True) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if rank0:
         write_text(where.config, to_yaml(cfg))
-    build_across_ranks(cfg, progress)  # under torchrun each rank builds a share of the graph's queries
-    with distributed.rank_zero_first():  # rank 0 alone generates data (and builds the graph in one process)
-        track = prepare_track(cfg)
+    with watch.phase("data and labels"):
+        build_across_ranks(cfg, progress)  # under torchrun each rank builds a share of the graph's queries
+        with distributed.rank_zero_first():  # rank 0 alone generates data (and builds the graph in one process)
+            track = prepare_track(cfg)
     k = min(cfg.eval.k, len(track.db_idx) - 1)
     ret_dir = where.retrieval
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
     if rank0:
-        write_items(where.items, track.eval_records)
-        oracle_idx, ideal = oracle(track, k, exclude, cfg)
-        write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
-        eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
+        with watch.phase("evaluation"):
+            write_items(where.items, track.eval_records)
+            oracle_idx, ideal = oracle(track, k, exclude, cfg)
+            write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
+            eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory,
+                                        desc="eval images")
 
     def evaluate(name: str, order: int, model, normalise: bool, dest: Path, source: str,
                  trunk_only: bool = False) -> None:
@@ -175,13 +181,14 @@ def run_study(cfg, progress: bool = True) -> Path:
                 if all(key in f for key in ("source", "query_emb", "db_emb")) \
                         and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source):
                     return
-        qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
-        de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
-        self_cols = self_columns(track, track.query_idx) if exclude else None
-        write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
+        with watch.phase("evaluation"):
+            qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
+            de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
+            self_cols = self_columns(track, track.query_idx) if exclude else None
+            write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
 
     dims = list(cfg.dims) or [None]
-    with distributed.rank_zero_first():  # rank 0 alone pretrains (model.init: class-pretrained)
+    with distributed.rank_zero_first(), watch.phase("class pretraining"):  # rank 0 alone (model.init)
         cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
@@ -193,8 +200,9 @@ def run_study(cfg, progress: bool = True) -> Path:
             if dim is not None:
                 m.embed_dim = dim
             tag = slug(m.name) + (f"_d{dim}" if dim is not None else "")
-            ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank, *row_labels(track, cfg, m.labels),
-                                progress)
+            with watch.phase(f"row {m.name}" + (f" {dim}-D" if dim is not None else "")):
+                ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank,
+                                    *row_labels(track, cfg, m.labels), progress)
             state = load_checkpoint(ckpt)
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])
@@ -211,16 +219,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
-    ret_dir = run_study(cfg)
+    watch = Stopwatch(f"stage1 {cfg.name}")
+    ret_dir = run_study(cfg, watch=watch)
     distributed.leave()  # rank 0 alone writes the tables below
     if not distributed.is_main():
         return
     results = Path(args.results) / cfg.name if args.results else RunDir(cfg.run_dir).results(cfg.name)
     command = shlex.join(["python", "-m", "embedder.study", *(argv if argv is not None else sys.argv[1:])])
-    print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))
-    grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
-    write_manifest(results / MANIFEST, study_manifest(cfg), cfg.run_dir)
+    with watch.phase("tables and grids"):
+        print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))
+        grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
+        write_manifest(results / MANIFEST, study_manifest(cfg), cfg.run_dir)
     print(f"tables, curves and {len(grids)} retrieval grids in {results}/")
+    print(watch.line(), flush=True)
 
 
 def study_manifest(cfg) -> StudyManifest:

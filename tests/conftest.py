@@ -1,6 +1,12 @@
-"""Shared test fixtures."""
+"""Shared test fixtures, the markers, and the order in which pytest-xdist hands out test files."""
+import json
+from pathlib import Path
+
 import pytest
 import torch
+
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+"""Measured seconds per test file (``python benchmarks/test_time.py JUNIT --write tests/file_seconds.json``)."""
 
 
 @pytest.fixture(scope="module")
@@ -16,3 +22,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "studies: the study commands, README's commands and the plain-install "
                                        "pipeline, run as written on tiny configs (make test-studies; make test "
                                        "leaves them out)")
+    config.addinivalue_line("markers", "integration: whole-pipeline scenarios whose behaviour make test also checks "
+                                       "in smaller pieces (the COCO rehearsal, two jobs against one, two nodes; "
+                                       "make test-integration, which CI runs; make test leaves them out)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first, by their measured seconds (tests/file_seconds.json; a file not listed yet
+    counts as 5 s). Under ``--dist loadfile --no-loadscope-reorder`` (make test) the two workers then take files
+    longest first, so no long file starts last while the other worker sits idle: pytest-xdist's own order (most
+    tests first) had left the 212 s COCO rehearsal, one test, for the end."""
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.is_file() else {}
+
+    def cost(item) -> tuple[float, str]:
+        path = item.nodeid.split("::")[0]
+        return -seconds.get(path, 5.0), path
+
+    items.sort(key=cost)  # stable: a file's tests keep their order

@@ -18,6 +18,7 @@ from tests.pipeline_helpers import ROOT, env
 KARPATHY_FIELDS = {"filepath", "sentids", "filename", "imgid", "split", "sentences", "cocoid"}
 
 
+@pytest.mark.integration  # 212 s on a 2-vCPU Intel Xeon: the paper configs' pieces are checked in make test
 @pytest.mark.timeout(900)
 def test_pipeline_coco_runs_end_to_end_on_the_released_layout(tmp_path):
     config = generate_coco_release(tmp_path / "rehearsal")

@@ -17,6 +17,7 @@ def upstream(tmp_path_factory) -> tuple[Path, Path]:
     return build_upstream(tmp_path_factory.mktemp("pipeline_jobs"))
 
 
+@pytest.mark.integration  # 107 s on a 2-vCPU Intel Xeon; make test runs two data commands at a time (below)
 @pytest.mark.timeout(900)
 def test_two_jobs_give_the_one_job_table_and_table1_seeds_aggregates_it(upstream, tmp_path):
     config, base = upstream

@@ -60,7 +60,8 @@ RUN_BY = {  # command -> the test that runs it (on a tiny config or fixtures whe
 }
 NOT_RUN = {
     "make test": "the suite itself: CI's step (.ci/run) and the clean-clone check that ends every session",
-    "make test-studies": "CI's second step (.ci/run); this file's second test is in it",
+    "make test-integration": "CI's second step (.ci/run): the whole-pipeline scenarios marked integration",
+    "make test-studies": "CI's third step (.ci/run); this file's second test is in it",
     "make bench": "an hour of timings on purpose (its dry run is checked below); each benchmark prints the command "
                   "that reproduces its figures",
 }
