@@ -12,11 +12,13 @@ TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
 venv: $(VENV)/.installed
 
+# --no-compile: pip's byte-compiling of every installed module took 21 of the 60 s of torch's install (2-vCPU
+# Intel Xeon); Python compiles the modules a run imports on first use instead
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH_PINS)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-compile $(TORCH_PINS)
+	$(PY) -m pip install -q --no-compile -e '.[test]'
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR

@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.file_order import longest_files_first
+
 FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 """Measured seconds per test file (``python benchmarks/test_time.py JUNIT --write tests/file_seconds.json``)."""
 
@@ -28,14 +30,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest test files first, by their measured seconds (tests/file_seconds.json; a file not listed yet
-    counts as 5 s). Under ``--dist loadfile --no-loadscope-reorder`` (make test) the two workers then take files
-    longest first, so no long file starts last while the other worker sits idle: pytest-xdist's own order (most
-    tests first) had left the 212 s COCO rehearsal, one test, for the end."""
+    """The longest test files first, by their measured seconds (tests/file_seconds.json). Under ``--dist loadfile
+    --no-loadscope-reorder`` (make test) the two workers then take files longest first, so no long file starts last
+    while the other worker sits idle: pytest-xdist's own order (most tests first) had left the 212 s COCO
+    rehearsal, one test, for the end."""
     seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.is_file() else {}
-
-    def cost(item) -> tuple[float, str]:
-        path = item.nodeid.split("::")[0]
-        return -seconds.get(path, 5.0), path
-
-    items.sort(key=cost)  # stable: a file's tests keep their order
+    items[:] = longest_files_first(items, lambda item: item.nodeid.split("::")[0], seconds)
