@@ -93,6 +93,12 @@ def check_stage_one(cfgs: list, run_dir: str) -> list[CapawareError]:
             if data.synthetic is None and not inside(data.root, run_dir) and not Path(data.root).is_dir():
                 out.append(CapawareError(data.root, f"data folder not found ({key}, format {data.format})",
                                    "put the release there (docs/real_data.md lists every file) or set " + key))
+        init = c.model.init
+        if init not in ("none", "imagenet", "class-pretrained") and not inside(init, run_dir) \
+                and not Path(init).is_file():  # a checkpoint path: the demo's stand-in, or a user's trunk
+            out.append(CapawareError(init, f"checkpoint not found (model.init of {c.name})",
+                                     "make stand-in writes the demo's (configs/demo/weights/README.md); or set "
+                                     "model.init to a checkpoint that exists, or to class-pretrained to train one"))
     return out
 
 

@@ -191,3 +191,18 @@ def test_too_many_workers_and_a_network_filesystem_are_warned_not_refused(tmp_pa
     assert lines[0].startswith("graph.workers of coco_caption: 64 processes on 4 cores (fix: set graph.workers=4")
     assert "network filesystem (nfs4)" in lines[1] and "fix: set run_dir to a local disk" in lines[1]
     assert environment.preflight_warnings(["captioners"], [cfg], [features]) == []  # neither stage pending
+
+
+def test_a_checkpoint_init_that_is_missing_is_one_line_naming_it_and_the_stand_in(tmp_path):
+    """model.init as a path (the demo loads its class-pretrained stand-in so): refused before any stage when the
+    file is not there, unless the run itself writes it; a file that exists passes."""
+    missing = tmp_path / "weights" / "class_pretrained_resnet10.pt"
+    cfg = load_config("configs/demo/demo_caption.yaml", [f"model.init={missing}", f"run_dir={tmp_path / 'run'}"])
+    err, = environment.check_stage_one([cfg], str(tmp_path / "run"))
+    assert str(missing) in str(err) and "model.init of demo_caption" in str(err) and "make stand-in" in str(err)
+    missing.parent.mkdir()
+    missing.write_bytes(b"")
+    assert environment.check_stage_one([cfg], str(tmp_path / "run")) == []
+    inside = load_config("configs/demo/demo_caption.yaml", [f"run_dir={tmp_path / 'run'}",
+                                                             f"model.init={tmp_path / 'run' / 'trunk.pt'}"])
+    assert environment.check_stage_one([inside], str(tmp_path / "run")) == []  # the run writes it
