@@ -30,7 +30,7 @@ from pathlib import Path
 
 from capcore.config import config_files
 from capcore.errors import CapawareError, run_cli
-from capcore.pipeline_config import Entry, PipelineConfig, load_pipeline
+from capcore.pipeline_config import Entry, PipelineConfig, jobs_of, load_pipeline
 from capcore.run_layout import RunDir
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
              "commands": lambda: plan.commands(args.stage), "outputs": lambda: plan.outputs(args.stage),
              "fingerprint": lambda: [plan.fingerprint(args.stage)], "validate": plan.validate,
              "preflight": lambda: plan.preflight(args.stage or STAGES[0], args.last or STAGES[-1], args.force),
-             "jobs": lambda: [str(plan.cfg.jobs if args.stage in PARALLEL_STAGES else 1)],
+             "jobs": lambda: [str(jobs_of(plan.cfg, args.stage) if args.stage in PARALLEL_STAGES else 1)],
              "parallel": lambda: ["yes" if args.stage in DISTRIBUTED_STAGES else "no"],
              "plugins": lambda: [os.pathsep.join(plan.cfg.plugins)] if plan.cfg.plugins else []}[args.action]()
     if lines:

@@ -27,7 +27,7 @@ import torch
 from capcore import machine
 from capcore.errors import CapawareError
 from capdata.captions import in_split, read_captions
-from capcore.pipeline_config import Entry, load_pipeline
+from capcore.pipeline_config import Entry, jobs_of, load_pipeline
 from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
 from capaware.plan_prices import Prices
 
@@ -121,7 +121,7 @@ class Planner:
     def __init__(self, config: str, run: str | None, device: str, figures: str | None = None, gpus: int = 1,
                  counts: Counts | None = None):
         self.cfg = load_pipeline(config, run)
-        self.run, self.device, self.jobs = self.cfg.run_dir, device, max(1, self.cfg.jobs)
+        self.run, self.device = self.cfg.run_dir, device
         self.prices, self.gpus, self.counts = Prices(device, figures), max(1, gpus), counts
         self.cores = (self.prices.figures or {}).get("host_cores") or machine.cores()  # the run's host
         from embedder.config import load_config
@@ -132,8 +132,11 @@ class Planner:
         self.features = [load_features_config(e.config, e.overrides)
                          for e in (Entry.parse(x, r) for x in self.cfg.features)]
 
-    def threads(self, commands: int) -> int:
-        return max(1, self.cores // max(1, min(self.jobs, commands)))
+    def jobs(self, stage: str) -> int:
+        return jobs_of(self.cfg, stage)
+
+    def threads(self, stage: str, commands: int) -> int:
+        return max(1, self.cores // max(1, min(self.jobs(stage), commands)))
 
     def stages(self) -> list[StagePlan]:
         return [self.data(), self.stage_one(), self.feature_dumps(), self.captioners("captioners"),
@@ -143,9 +146,10 @@ class Planner:
     def data(self) -> StagePlan:
         from capdata.formats import format_of
 
-        plan, seen = StagePlan("data", self.jobs), set()
+        plan, seen = StagePlan("data", self.jobs("data")), set()
         sets = [(c.data, c.data.track) for c in self.stage1]
-        sets += [(c.pretrain.data, "pretrain") for c in self.stage1 if c.pretrain.data is not None]
+        sets += [(c.pretrain.data, "pretrain") for c in self.stage1
+                 if c.pretrain.data is not None and c.model.init == "class-pretrained"]
         for data, track in sets:
             if data.synthetic is None or Path(data.root).exists() or data.root in seen:
                 continue
@@ -161,8 +165,8 @@ class Planner:
     def stage_one(self) -> StagePlan:
         from embedder.labels.graph_memory import graph_workers, worker_bytes
 
-        plan = StagePlan("stage1", self.jobs)
-        threads = self.threads(len(self.stage1))
+        plan = StagePlan("stage1", self.jobs("stage1"))
+        threads = self.threads("stage1", len(self.stage1))
         pretrained = set()
         for c in self.stage1:
             n = stage_one_counts(c, self.counts)
@@ -192,7 +196,7 @@ class Planner:
                          f"({duration(rows)})")
             ram = 3 * size * size * (n.train + n.test + n.val) if c.data.in_memory is not False else 0
             if c.data.track == "caption":
-                workers, _ = graph_workers(c.graph.workers, n.train, self.threads(len(self.stage1)),
+                workers, _ = graph_workers(c.graph.workers, n.train, self.threads("stage1", len(self.stage1)),
                                            machine.available_memory())  # this machine's memory (note in table)
                 graph = n.train * GRAPH_CORE_SECONDS_AT_20K * (n.train / 20_000) ** GRAPH_GROWTH / workers / self.gpus
                 seconds += graph
@@ -255,8 +259,8 @@ class Planner:
         xe = runs_of(self.cfg.captioners, load_captioner_config)
         runs = xe if stage == "captioners" else runs_of(self.cfg.rl, load_scst_config)
         xe_model = {str(Path(c.out_dir).resolve()): c.model for c, _ in xe}
-        plan = StagePlan(stage, self.jobs)
-        threads = self.threads(len(runs))
+        plan = StagePlan(stage, self.jobs(stage))
+        threads = self.threads(stage, len(runs))
         for c, features in runs:
             n = caption_counts(c.data.json, self.stage1, self.counts, c.data.format)
             model = c.model if stage == "captioners" else xe_model.get(str(Path(c.init).resolve().parent))

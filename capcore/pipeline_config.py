@@ -28,8 +28,14 @@ class PipelineConfig:
     rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
     report: bool = True
     jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
+    stage_jobs: dict[str, int] = field(default_factory=dict)  # per stage (data, stage1, captioners, rl), over jobs
     plugins: list[str] = field(default_factory=list)  # a user's modules or .py files every stage imports first
     # (capcore/plugins.py): their losses, formats and cores registered in every command the pipeline starts
+
+
+def jobs_of(cfg: PipelineConfig, stage: str) -> int:
+    """How many of ``stage``'s commands run at once: its ``stage_jobs`` entry, else ``jobs``."""
+    return max(1, int(cfg.stage_jobs.get(stage, cfg.jobs)))
 
 
 def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
