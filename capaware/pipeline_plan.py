@@ -34,9 +34,9 @@ from capcore.pipeline_config import Entry, PipelineConfig, jobs_of, load_pipelin
 from capcore.run_layout import RunDir
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
-PARALLEL_STAGES = ("data", "stage1", "captioners", "rl")
-"""Stages whose commands are independent (one dataset, study or captioner run each): ``jobs`` at a time,
-each with its share of the cores (capaware/pipeline.sh)."""
+PARALLEL_STAGES = ("data", "stage1", "features", "captioners", "rl")
+"""Stages whose commands are independent (one dataset, study, feature file or captioner run each): ``jobs`` at a
+time, each with its share of the cores (capaware/pipeline.sh)."""
 DISTRIBUTED_STAGES = ("stage1", "captioners", "rl")
 """Stages whose commands train with capcore.distributed: under torchrun with ``capaware run --nproc``."""
 
