@@ -44,7 +44,8 @@ def stage_pieces(log: Path) -> tuple[int | None, dict[str, float]]:
             for name, seconds in phases.items():
                 pieces[f"{label}: {name}"] += seconds
         elif (m := BAR.match(line.strip())) is not None:  # a bar's last frame holds its time
-            bars[f"{m['desc'].strip()} /{m['total']} ({command})"] = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["sec"])
+            seconds = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["sec"])
+            bars[f"{m['desc'].strip()} /{m['total']} ({command})"] = seconds
     if not pieces:  # commands that print no timing line (data, features; logs from before the timing lines)
         pieces.update(bars)
     return wall, dict(pieces)
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("run", type=Path, help="a pipeline run folder (runs/demo)")
     args = parser.parse_args(argv)
     if not (args.run / "logs").is_dir():
-        raise SystemExit(f"error: {args.run}/logs: no pipeline logs there (fix: run the pipeline into {args.run} first)")
+        raise SystemExit(f"error: {args.run}/logs: no pipeline logs there "
+                         f"(fix: run the pipeline into {args.run} first)")
     print(table(args.run))
 
 

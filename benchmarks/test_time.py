@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {f} | " + " | ".join(f"{r[f]:.1f}" if f in r else "—" for r in runs) + " |")
     rest = files[args.top:]
     if rest:
-        print(f"| {len(rest)} other files | " + " | ".join(f"{sum(r.get(f, 0) for f in rest):.1f}" for r in runs) + " |")
+        sums = " | ".join(f"{sum(r.get(f, 0) for f in rest):.1f}" for r in runs)
+        print(f"| {len(rest)} other files | {sums} |")
     print("| all files | " + " | ".join(f"{sum(r.values()):.1f}" for r in runs) + " |")
 
 

@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prices", type=float, nargs=3, metavar=("TRUNK_S", "RUN_S", "IMAGE_RUN_S"), required=True,
                         help="CPU seconds per trunk, per captioner-seed run, per image and run (measured, not guessed)")
     parser.add_argument("--variance-level", type=float, default=0.8,
-                        help="plan on this upper confidence limit of the trunk variance, not its estimate [%(default)s]")
+                        help="plan on this upper confidence limit of the trunk variance, not its estimate "
+                        "[%(default)s]")
     parser.add_argument("--out", type=Path, default=None, help="also write the plan as JSON")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
