@@ -144,9 +144,16 @@ def resolve_init(cfg, track: Track, progress: bool):
     return cfg
 
 
+def oracle_row(cfg, where: StudyDir, track: Track, k: int, exclude: bool) -> tuple[np.ndarray, ImageBank]:
+    """Write the items file and the Oracle row; return the ideal distances and the evaluation images."""
+    write_items(where.items, track.eval_records)
+    oracle_idx, ideal = oracle(track, k, exclude, cfg)
+    write_retrieval(where.retrieval / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
+    return ideal, ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory, desc="eval images")
+
+
 def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Path:
-    """Train and evaluate every row; ``watch`` collects the wall time of each piece (the study's timing line)."""
-    watch = watch or Stopwatch(cfg.name)
+    watch = watch or Stopwatch(cfg.name)  # the wall time of each piece: the study's timing line
     out = Path(cfg.out_dir)
     where = StudyDir(out)
     device = pick_device(cfg.device)
@@ -159,17 +166,12 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
         build_across_ranks(cfg, progress)  # under torchrun each rank builds a share of the graph's queries
         with distributed.rank_zero_first():  # rank 0 alone generates data (and builds the graph in one process)
             track = prepare_track(cfg)
-    k = min(cfg.eval.k, len(track.db_idx) - 1)
-    ret_dir = where.retrieval
+    k, ret_dir = min(cfg.eval.k, len(track.db_idx) - 1), where.retrieval
     ret_dir.mkdir(exist_ok=True)
     exclude = same_split(cfg)
     if rank0:
         with watch.phase("evaluation"):
-            write_items(where.items, track.eval_records)
-            oracle_idx, ideal = oracle(track, k, exclude, cfg)
-            write_retrieval(ret_dir / "oracle.npz", "Oracle", 0, oracle_idx, track, ideal, "labels")
-            eval_bank = ImageBank.build(track.eval_records, cfg.data.input_size, cfg.data.in_memory,
-                                        desc="eval images")
+            ideal, eval_bank = oracle_row(cfg, where, track, k, exclude)
 
     def evaluate(name: str, order: int, model, normalise: bool, dest: Path, source: str,
                  trunk_only: bool = False) -> None:
