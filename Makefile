@@ -12,8 +12,9 @@ TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
 venv: $(VENV)/.installed
 
-# --no-compile: pip's byte-compiling of every installed module took 21 of the 60 s of torch's install (2-vCPU
-# Intel Xeon); Python compiles the modules a run imports on first use instead
+# --no-compile: pip's byte-compiling of every installed module took 21 of the 60 s of torch's install
+# (2-vCPU Intel Xeon, family 6 model 207; avx2, avx512f, avx512_bf16, amx_tile); Python compiles the modules
+# a run imports on first use instead
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
