@@ -210,7 +210,8 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-@pytest.mark.studies  # a minute of pipeline on 2 cores: in `make test-studies` (CI's second step)
+@pytest.mark.studies  # in `make test-studies`: 144 s alone on the 2-vCPU Intel Xeon (model 207), over 300 s in CI
+@pytest.mark.timeout(900)  # beside the README test on the other core
 def test_a_loss_a_format_and_a_core_from_outside_run_through_capaware_run_from_a_plain_install(tmp_path):
     import shutil
 
