@@ -103,8 +103,9 @@ class MethodConfig:
     loss_args: dict[str, float] = added_later(default_factory=dict)  # settings of the loss's own, which its registry
     # entry lists with their defaults (none of the four losses above has any: theirs are the fields above)
     labels: str = added_later(default="real")  # real | shuffled: each training image takes another's label (one fixed
-    # permutation drawn from the study's seed; Cap-shuffled) | kinds: the kinds of object present (Img-adapted); the
-    # evaluation keeps the real labels (embedder/row_labels.py, issue #46)
+    # permutation drawn from the study's seed; Cap-shuffled) | kinds: the kinds of object present (Img-kinds) | self:
+    # distances between the frozen initial trunk's own features (Img-self, issue #56); the evaluation keeps the real
+    # labels (embedder/row_labels.py)
 
 
 @dataclass
@@ -209,7 +210,7 @@ LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
 
 
-ROW_LABELS = ("real", "shuffled", "kinds")
+ROW_LABELS = ("real", "shuffled", "kinds", "self")
 """method.labels: what a row trains on (embedder/row_labels.py)."""
 LABEL_FLOORS = ("none", "half_min")
 """train.label_floor's named settings; a positive number is the third kind (embedder/labels/floor.py)."""

@@ -189,13 +189,18 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
             self_cols = self_columns(track, track.query_idx) if exclude else None
             write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
 
+    def init_features() -> tuple[np.ndarray, str]:
+        """The frozen initial trunk's pooled features of the training images (the self-distillation labels)."""
+        every = np.arange(len(track.train_bank))
+        return embed(baseline, track.train_bank, every, device, trunk_only=True), baseline_source
+
     dims = list(cfg.dims) or [None]
     with distributed.rank_zero_first(), watch.phase("class pretraining"):  # rank 0 alone (model.init)
         cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
-    evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz",
-             f"{cfg.model.arch}:{cfg.model.init}:seed{cfg.seed}", trunk_only=True)
+    baseline_source = f"{cfg.model.arch}:{cfg.model.init}:seed{cfg.seed}"
+    evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz", baseline_source, trunk_only=True)
     for d, dim in enumerate(dims):
         for i, method in enumerate(cfg.methods):
             m = method.copy() if hasattr(method, "copy") else method
@@ -204,7 +209,7 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
             tag = slug(m.name) + (f"_d{dim}" if dim is not None else "")
             with watch.phase(f"row {m.name}" + (f" {dim}-D" if dim is not None else "")):
                 ckpt = train_method(cfg, m, where.method(tag).root, track.train_bank,
-                                    *row_labels(track, cfg, m.labels), progress)
+                                    *row_labels(track, cfg, m.labels, init_features), progress)
             state = load_checkpoint(ckpt)
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])

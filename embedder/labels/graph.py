@@ -57,11 +57,19 @@ def read_graph(path: str | Path) -> NeighbourGraph:
                    "embedder.graph_shards build + merge)", "delete it and rebuild")
 
 
-def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-m smallest of each row of ``dist`` (columns = item ids), self (``rows``) excluded, ties by id."""
+def top_m_sorted(dist: np.ndarray, rows: np.ndarray, m: int,
+                 tie_seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-m smallest of each row of ``dist`` (columns = item ids), self (``rows``) excluded, ties by id; or,
+    with ``tie_seed``, ties in a random order of each row's own, drawn from (seed, row id): equal distances
+    then favour no image, and a row's neighbours do not depend on which shard computed it."""
     dist = dist.astype(np.float64, copy=True)
     dist[np.arange(len(rows)), rows] = np.inf
-    idx = oracle_ranking(dist, m)
+    if tie_seed is None:
+        idx = oracle_ranking(dist, m)
+    else:
+        orders = np.stack([np.random.default_rng([int(tie_seed), 56, int(r)]).permutation(dist.shape[1])
+                           for r in rows])
+        idx = np.take_along_axis(orders, oracle_ranking(np.take_along_axis(dist, orders, 1), m), 1)
     return idx.astype(np.int32), np.take_along_axis(dist, idx, axis=1).astype(np.float32)
 
 
@@ -75,11 +83,13 @@ def check_rows(rows: tuple[int, int] | None, n: int) -> tuple[int, int]:
 
 
 def build_graph_bruteforce(space: LabelSpace, m: int, chunk: int = 256, progress: bool = True,
-                           rows: tuple[int, int] | None = None) -> NeighbourGraph:
+                           rows: tuple[int, int] | None = None, tie_seed: int | None = None) -> NeighbourGraph:
     """All-pairs top-m for label spaces whose batched ``pairwise`` is cheap (poses, layouts).
 
     ``rows=(lo, hi)`` computes only those rows (searched over all items), so a graph can be built
     in shards; each row is computed the same way either way, so shards concatenate to the whole.
+    ``tie_seed``: equal label distances (common in a discrete space: kinds) are ordered by a permutation drawn
+    from this seed, not by id (issue #56: by id, dense mining over-draws low-id images as positives).
     """
     n = len(space)
     if m >= n:
@@ -90,6 +100,7 @@ def build_graph_bruteforce(space: LabelSpace, m: int, chunk: int = 256, progress
     nn_dist = np.empty((hi - lo, m), np.float32)
     for start in tqdm(range(lo, hi, chunk), desc=f"graph {space.name}", disable=not progress, leave=False):
         q = cols[start:min(hi, start + chunk)]
-        nn_idx[q - lo], nn_dist[q - lo] = top_m_sorted(space.pairwise(q, cols), q, m)
+        nn_idx[q - lo], nn_dist[q - lo] = top_m_sorted(space.pairwise(q, cols), q, m, tie_seed)
+    ties = {} if tie_seed is None else {"tie_seed": int(tie_seed)}
     return NeighbourGraph(nn_idx, nn_dist, {"label_space": space.name, "m": m,
-                                            "params": json.dumps(space.params(), sort_keys=True)})
+                                            "params": json.dumps(space.params(), sort_keys=True), **ties})

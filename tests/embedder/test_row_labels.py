@@ -60,3 +60,58 @@ def test_kinds_need_the_datasets_kinds_and_a_bad_choice_is_refused():
         KindsSpace(SimpleNamespace(attributes=None))
     with pytest.raises(CapawareError, match="labels"):
         load_config("configs/demo/demo_caption.yaml", ["method.labels=noise"])
+
+
+class Flat:
+    """n items at equal distance from each other: every neighbour is a tie."""
+    name = "flat"
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def pairwise(self, rows, cols):
+        return np.ones((len(rows), len(cols)), np.float32)
+
+    def params(self) -> dict:
+        return {}
+
+
+def test_ties_are_broken_at_random_from_the_seed_so_no_id_is_over_drawn():
+    """Issue #56: by id, every query's tied neighbours were the lowest ids. Over 600 seeds, each of the 11 tied
+    candidates of image 0 is drawn 600 x 3 / 11 = 164 times in expectation (sd 11.6): within ±25% of it."""
+    by_id = build_graph_bruteforce(Flat(12), 3, progress=False).nn_idx
+    assert by_id[0].tolist() == [1, 2, 3] and by_id[5].tolist() == [0, 1, 2]
+    counts = np.zeros(12, int)
+    for seed in range(600):
+        graph = build_graph_bruteforce(Flat(12), 3, progress=False, tie_seed=seed)
+        assert not np.any(graph.nn_idx == np.arange(12)[:, None])  # never itself
+        np.add.at(counts, graph.nn_idx[0], 1)
+    assert counts[0] == 0 and counts.sum() == 1800
+    assert np.all(np.abs(counts[1:] - 1800 / 11) < 0.25 * 1800 / 11), counts
+    one = build_graph_bruteforce(Flat(12), 3, progress=False, tie_seed=7)
+    assert np.array_equal(one.nn_idx, build_graph_bruteforce(Flat(12), 3, progress=False, tie_seed=7).nn_idx)
+    halves = [build_graph_bruteforce(Flat(12), 3, progress=False, tie_seed=7, rows=r).nn_idx for r in ((0, 5), (5, 12))]
+    assert np.array_equal(np.concatenate(halves), one.nn_idx)  # a row's order is its own: shards agree
+    assert len({tuple(r) for r in one.nn_idx[:, :1].tolist()}) > 1  # rows do not all share one order
+
+
+def test_a_seed_leaves_distinct_distances_in_their_order():
+    space = LineLabels(np.random.default_rng(1).uniform(0, 3, 8).tolist())  # no two distances equal
+    plain, seeded = (build_graph_bruteforce(space, 3, progress=False, tie_seed=s) for s in (None, 3))
+    assert np.array_equal(plain.nn_idx, seeded.nn_idx) and np.array_equal(plain.nn_dist, seeded.nn_dist)
+
+
+def test_self_labels_are_the_frozen_trunks_own_feature_distances():
+    """Img-self (issue #56): the neighbours are the nearest images in the initial trunk's feature space, by an
+    independent all-pairs computation."""
+    features = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
+    track = fake_track()
+    space, nn = row_labels(track, cfg(), "self", init_features=lambda: (features, "trunk"))
+    direct = np.sqrt(((features[:, None, :].astype(np.float64) - features[None, :, :]) ** 2).sum(-1))
+    assert np.allclose(space.pairwise(np.arange(8), np.arange(8)), direct, atol=1e-5)
+    np.fill_diagonal(direct, np.inf)
+    assert np.array_equal(nn, np.argsort(direct, axis=1)[:, :3])
+    assert space.params() == {"features": "trunk", "dim": 5}

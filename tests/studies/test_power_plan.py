@@ -1,9 +1,9 @@
-"""studies/trunks/power_plan.py: the noncentral-t power against simulation, and the components it plans from."""
+"""studies.table1_pooled.power_plan.py: the noncentral-t power against simulation, and the components it plans from."""
 import numpy as np
 import pytest
 from scipy.stats import ttest_1samp
 
-from studies.trunks.power_plan import Design, PooledComponents, detectable, plan_components, power, smallest_design
+from studies.table1_pooled.power_plan import Design, PooledComponents, detectable, plan_components, power, smallest_design
 
 
 @pytest.mark.parametrize("effect,trunks", [(0.03, 4), (0.02, 10), (0.01, 6), (0.0, 5)])
@@ -62,7 +62,7 @@ def test_smallest_design_is_the_cheapest_that_reaches_the_power():
 
 def test_the_upper_limit_covers_the_true_variance_at_its_level():
     """Simulated: variance estimates on 2 df, and how often their .8 upper limit lies above the truth."""
-    from studies.trunks.power_plan import upper_limit
+    from studies.table1_pooled.power_plan import upper_limit
 
     rng = np.random.default_rng(1)
     samples = rng.normal(0, 0.1, (20000, 3))

@@ -1,4 +1,4 @@
-"""The power of Table 1's primary test before it runs (issue #56): ``python -m studies.trunks.power_plan``.
+"""The power of Table 1's primary test before it runs (issue #56): ``python -m studies.table1_pooled.power_plan``.
 
 The primary contrast is one number per trunk: Cap − Img in CIDEr-D, averaged over the four cells (Att2all2 and
 Top-Down, after XE and after RL) and over the trunk's captioner seeds, on a fixed set of N test images. Its model:
@@ -135,7 +135,7 @@ class Prices:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studies.trunks.power_plan", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m studies.table1_pooled.power_plan", description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="#46's kept results [%(default)s]")
     parser.add_argument("--effect", type=float, default=0.03, help="CIDEr-D effect to detect [%(default)s]")
     parser.add_argument("--alpha", type=float, default=0.05)

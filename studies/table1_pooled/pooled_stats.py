@@ -1,0 +1,70 @@
+"""The tests of Table 1's pooled study (issue #56, configs/study/table1_pooled/declaration.yaml).
+
+- ``pooled_values``: the primary contrast's one number per trunk, Cap − Img averaged over the four cells (two
+  models, XE and RL) and over the trunk's captioner seeds.
+- ``trunk_t``: the two-sided one-sample t-test of those numbers on trunks − 1 degrees of freedom, with its
+  interval (studies.trunks.trunk_stats.trunk_test computes the same test; this one adds the interval's ends).
+- ``tost``: the equivalence test at ±margin, two one-sided t-tests on the same numbers; it passes when both
+  reject at alpha, which is the same as the 1 − 2·alpha interval lying inside ±margin.
+- ``verdict``: the only words the study may print about its question.
+
+Hand-written because each is a few lines over scipy's t distribution (scipy has no TOST; statsmodels, which
+has one, is not a dependency); tests/studies/test_pooled_stats.py checks each on hand-worked cases and against
+scipy.stats.ttest_1samp.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import t as student_t
+
+
+def pooled_values(cells: list) -> np.ndarray:
+    """[trunks] from ``cells``: one [trunks, seeds] array of paired differences per cell, same shape each."""
+    stacked = np.asarray(cells, dtype=np.float64)  # [cells, trunks, seeds]
+    if stacked.ndim != 3:
+        raise ValueError(f"need cells x trunks x seeds differences, got shape {stacked.shape}")
+    return stacked.mean(axis=(0, 2))
+
+
+def trunk_t(values, alpha: float = 0.05) -> dict:
+    """Mean, standard error, df, two-sided p and the (1 − alpha) interval of the trunk values' mean."""
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    if n < 2:
+        raise ValueError("the trunk-level test needs at least two trunks")
+    mean, se, df = float(v.mean()), float(v.std(ddof=1) / np.sqrt(n)), n - 1
+    half = float(student_t.ppf(1 - alpha / 2, df) * se)
+    p = float(2 * student_t.sf(abs(mean) / se, df)) if se > 0 else (0.0 if mean else 1.0)
+    return {"n_trunks": n, "mean": mean, "se": se, "df": df, "p": p, "low": mean - half, "high": mean + half,
+            "values": v.tolist()}
+
+
+def tost(values, margin: float, alpha: float = 0.05) -> dict:
+    """Two one-sided tests of |true mean| < ``margin``: p_lower for H0 mean <= −margin, p_upper for H0 mean >=
+    +margin; equivalent when max(p) < alpha. Also the 1 − 2·alpha interval, whose lying inside ±margin is the
+    same decision."""
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    mean, se, df = float(v.mean()), float(v.std(ddof=1) / np.sqrt(n)), n - 1
+    p_lower = float(student_t.sf((mean + margin) / se, df))
+    p_upper = float(student_t.cdf((mean - margin) / se, df))
+    half = float(student_t.ppf(1 - alpha, df) * se)
+    return {"margin": margin, "p_lower": p_lower, "p_upper": p_upper, "p": max(p_lower, p_upper),
+            "equivalent": max(p_lower, p_upper) < alpha, "low": mean - half, "high": mean + half,
+            "level": 1 - 2 * alpha}
+
+
+def verdict(test: dict, equivalence: dict, alpha: float = 0.05) -> str:
+    """A difference (p < alpha), equivalence within ±margin (the TOST passes), or inconclusive with the
+    interval; both at once means a difference smaller than the margin, and is said so."""
+    interval = f"[{test['low']:+.3f}, {test['high']:+.3f}]"
+    margin = f"±{equivalence['margin']:.2f}"
+    if test["p"] < alpha:
+        sign = "higher" if test["mean"] > 0 else "lower"
+        tail = f", and within {margin} (TOST p {equivalence['p']:.3g})" if equivalence["equivalent"] else ""
+        return f"a difference: {test['mean']:+.3f} {interval}, p {test['p']:.3g}: {sign}{tail}"
+    if equivalence["equivalent"]:
+        return f"equivalent within {margin}: {test['mean']:+.3f}, {equivalence['level']:.0%} interval " \
+               f"[{equivalence['low']:+.3f}, {equivalence['high']:+.3f}], TOST p {equivalence['p']:.3g}"
+    return f"inconclusive: {test['mean']:+.3f} {interval}, p {test['p']:.3g}; not within {margin} " \
+           f"(TOST p {equivalence['p']:.3g})"

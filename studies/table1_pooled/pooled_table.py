@@ -1,0 +1,123 @@
+"""Table 1's pooled study, under its declaration: ``python -m studies.table1_pooled.pooled_table [--records DIR]
+[--out DIR]`` (studies/table1_pooled/study_pooled.sh runs it once every declared trunk is kept).
+
+It reads the kept trunk records (studies.table1_pooled.trunk_record: ``docs/study_results/table1_pooled/
+trunk_<T>.npz``, each run's CIDEr-D and per-image CIDEr-D), so the table is rebuilt from the repository alone, on
+any machine, whichever machines ran the trunks. Written to DIR (default: the records' folder):
+
+- ``table1_pooled.json``: the primary pooled contrast (its test, TOST, verdict, the plan's promise, and the
+  detectable effect at the declared alpha from the observed spread), the known-effect check, the four cells
+  (Holm, intervals) and the secondary pooled contrasts (numbers and intervals only), with every trunk's machine;
+- ``table1_pooled.md``: the same as tables, with the verdict words the primary test and TOST allow and no others.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from capcore.atomic import write_text
+from capcore.errors import CapawareError, run_cli
+from studies.table1_pooled.declaration import DEFAULT, MODELS, ROOT, TRAINING, Contrast, load_declaration, stamp
+from studies.table1_pooled.pooled_stats import pooled_values, tost, trunk_t, verdict
+from studies.table1_pooled.power_plan import detectable
+from studies.table1_pooled.trunk_record import RECORDS, TrunkRecord, read_record
+from studies.trunks.trunk_stats import components, holm
+
+
+def collect(records: Path, decl) -> list[TrunkRecord]:
+    """Every declared trunk's record, checked against the declaration (its seeds, arms, image count)."""
+    out = []
+    for t in decl.design.trunks:
+        path = records / f"trunk_{t}.npz"
+        if not path.is_file():
+            raise CapawareError(path, f"trunk {t} is not kept yet",
+                                f"run bash studies/table1_pooled/study_pooled.sh RUN {t} (it resumes)")
+        record = read_record(path)
+        if record.seeds != decl.captioner_seeds_of(t) or record.arms != list(decl.arms):
+            raise CapawareError(path, f"seeds {record.seeds} / arms {record.arms} are not the declaration's",
+                                "rerun the trunk under this declaration")
+        out.append(record)
+    if len({len(r.image_ids) for r in out}) != 1 or any(not np.array_equal(r.image_ids, out[0].image_ids) for r in out):
+        raise CapawareError(records, "the trunks were scored on different test images", "rerun them on the declared set")
+    return out
+
+
+def cell_diffs(records: list[TrunkRecord], contrast: Contrast, model: str, training: str) -> np.ndarray:
+    """[trunks, seeds] of the contrast's CIDEr-D difference (the runs' own scores, as Table 1 prints them)."""
+    a, b = records[0].arms.index(contrast.features), records[0].arms.index(contrast.baseline)
+    m, t = MODELS.index(model), TRAINING.index(training)
+    return np.array([r.scores[:, a, m, t] - r.scores[:, b, m, t] for r in records])
+
+
+def pooled(records, decl, contrast: Contrast) -> dict:
+    """A pooled contrast's trunk-level test, TOST and verdict words, and its detectable effect."""
+    runs = np.mean([cell_diffs(records, contrast, m, t) for m, t in decl.pooled_over], axis=0)  # [trunks, seeds]
+    values = pooled_values([runs])
+    test = trunk_t(values, decl.alpha)
+    equivalence = tost(values, decl.equivalence_margin, decl.alpha)
+    spread = float(np.var(values, ddof=1))
+    return {"contrast": contrast.name(), **test, "tost": equivalence,
+            "verdict": verdict(test, equivalence, decl.alpha),
+            "detectable": detectable(spread, len(values), decl.alpha) if spread > 0 else 0.0,
+            "runs": runs.tolist(), "components": asdict(components(runs.tolist()))}
+
+
+def cells(records, decl) -> list[dict]:
+    """The primary contrast's four cells, secondary: each with its own test and interval, Holm over the four."""
+    out = [{"model": m, "training": t, **trunk_t(cell_diffs(records, decl.primary, m, t).mean(axis=1), decl.alpha)}
+           for m, t in decl.pooled_over]
+    rejected, adjusted = holm([c["p"] for c in out], decl.alpha)
+    for c, r, a in zip(out, rejected, adjusted):
+        c.update(holm_p=a, holm_rejects=r)
+    return out
+
+
+def analyse(records: list[TrunkRecord], decl, declaration: Path) -> dict:
+    plan = json.loads((ROOT / decl.promise.plan).read_text()) if decl.promise.plan else None
+    return {"declared": stamp(decl, declaration),
+            "ran": {"trunks": [r.trunk for r in records], "test_images": len(records[0].image_ids),
+                    "captioner_seeds": {r.trunk: r.seeds for r in records},
+                    "machines": {r.trunk: f"{r.machine}; {r.seconds:.0f} s" for r in records}},
+            "primary": pooled(records, decl, decl.primary), "promise": asdict(decl.promise), "plan": plan,
+            "known_effect": pooled(records, decl, decl.known_effect), "cells": cells(records, decl),
+            "secondary": [pooled(records, decl, c) for c in decl.secondary]}
+
+
+def markdown(result: dict) -> str:
+    p, k = result["primary"], result["known_effect"]
+    line = "| {contrast} | {mean:+.3f} | [{low:+.3f}, {high:+.3f}] | {p:.3g} | {detectable:.3f} |"
+    lines = [f"### Table 1, pooled over the four cells ({len(result['ran']['trunks'])} trunks, "
+             f"{result['ran']['test_images']} test images; CIDEr-D)", "",
+             f"**Primary: {p['contrast']}**: {p['verdict']}. The plan promised {result['promise']['power']:.0%} power "
+             f"at {result['promise']['effect']:.2f}; detectable at this spread: {p['detectable']:.3f}.", "",
+             f"**Known-effect check, {k['contrast']}**: {'detected' if k['p'] < 0.05 and k['mean'] > 0 else 'NOT detected'}"
+             f" ({k['mean']:+.3f}, p {k['p']:.3g}).", "",
+             "| pooled contrast | mean | 95% interval | p | detectable |", "|---|---:|---:|---:|---:|",
+             line.format(**p), line.format(**k), *(line.format(**s) for s in result["secondary"]), "",
+             "Secondary: the primary contrast's cells (Holm over the four; numbers and intervals, no verdicts).", "",
+             "| cell | mean | 95% interval | p | Holm p |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {c['model']} {c['training']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | {c['p']:.3g} | "
+              f"{c['holm_p']:.3g} |" for c in result["cells"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m studies.table1_pooled.pooled_table", description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=Path, default=RECORDS, help="the kept trunk records [%(default)s]")
+    ap.add_argument("--declaration", type=Path, default=DEFAULT)
+    ap.add_argument("--out", type=Path, default=None, help="[the records' folder]")
+    a = ap.parse_args(argv)
+    decl = load_declaration(a.declaration)
+    result = analyse(collect(a.records, decl), decl, a.declaration.resolve())
+    out = a.out or a.records
+    write_text(out / "table1_pooled.json", json.dumps(result, indent=1, default=float) + "\n")
+    write_text(out / "table1_pooled.md", markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    run_cli(main)
