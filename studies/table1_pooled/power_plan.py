@@ -124,14 +124,41 @@ def smallest_design(comps: PooledComponents, effect: float, alpha: float, target
 
 @dataclass(frozen=True)
 class Prices:
-    """CPU seconds of the study's pieces on the planning machine (``capaware plan``'s probes, scaled)."""
+    """Seconds of the study's pieces on the planning machine (2 cores), from ``capaware plan``'s probes."""
 
-    trunk: float  # one trunk's stage one: class pretraining, Cap and the controls' rows, their feature dumps
-    run: float  # one captioner seed of one trunk: both models × every arm, XE then SCST
-    image_run: float  # one test image in one run: decoding and scoring, every arm and model
+    trunk: float  # one trunk's data, stage one and feature dumps, less their test images' share
+    image_trunk: float  # one test image's share of a trunk's feature dumps (five feature sets)
+    run: float  # one captioner seed of one trunk: both models × every arm, XE then SCST, less the test images
+    image_run: float  # one test image in one captioner seed: decoding and scoring, every arm and model
 
     def seconds(self, d: Design) -> float:
-        return d.trunks * (self.trunk + d.seeds * (self.run + d.images * self.image_run))
+        return d.trunks * (self.trunk + d.images * self.image_trunk + d.seeds * (self.run + d.images * self.image_run))
+
+
+STAGE_ONE, CAPTIONING = ("data", "stage1", "features"), ("captioners", "rl")
+
+
+def stage_seconds(plans: list[Path]) -> tuple[list[float], list[float]]:
+    """Each ``capaware plan --json`` file's (stage one, captioning) seconds, as two lists over the files."""
+    loaded = [json.loads(Path(p).read_text()) for p in plans]
+    return tuple([sum(plan[s]["seconds"] for s in stages if s in plan) for plan in loaded]
+                 for stages in (STAGE_ONE, CAPTIONING))
+
+
+def priced_by(small: list[Path], large: list[Path], images: tuple[int, int]) -> tuple[Prices, dict]:
+    """Prices from ``capaware plan --json`` files of one trunk's pipeline (one captioner seed) at two test-image
+    counts: the median over each count's files (the probes time single steps, and on a shared 2-vCPU machine
+    repeated plans of one config differed up to 2.5x), the difference the images' share (floored at 0), the rest
+    the fixed part. Also the spread of the probes, to print beside the price."""
+    small_costs, large_costs = stage_seconds(small), stage_seconds(large)
+    span = images[1] - images[0]
+    parts = []
+    for a, b in zip(small_costs, large_costs):
+        per_image = max(0.0, (float(np.median(b)) - float(np.median(a))) / span)
+        parts += [float(np.median(a)) - per_image * images[0], per_image]
+    spread = {name: [min(a + b), max(a + b)] for name, a, b in zip(("stage_one_s", "captioning_s"), small_costs,
+                                                                   large_costs)}
+    return Prices(trunk=parts[0], image_trunk=parts[1], run=parts[2], image_run=parts[3]), spread
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -140,20 +167,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--effect", type=float, default=0.03, help="CIDEr-D effect to detect [%(default)s]")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--power", type=float, default=0.80)
-    parser.add_argument("--prices", type=float, nargs=3, metavar=("TRUNK_S", "RUN_S", "IMAGE_RUN_S"), required=True,
-                        help="CPU seconds per trunk, per captioner-seed run, per image and run (measured, not guessed)")
+    parser.add_argument("--small", type=Path, nargs="+", required=True, metavar="PLAN",
+                        help="capaware plan --json files of one trunk's pipeline at the first --priced-images")
+    parser.add_argument("--large", type=Path, nargs="+", required=True, metavar="PLAN", help="... at the second")
+    parser.add_argument("--priced-images", type=int, nargs=2, default=(1000, 5000))
+    parser.add_argument("--machine", default="", help="the CPU the prices were probed on (written beside them)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="captioner seeds per trunk to consider")
+    parser.add_argument("--images", type=int, nargs="+", default=[5000, 10000], help="test images to consider")
     parser.add_argument("--variance-level", type=float, default=0.8,
                         help="plan on this upper confidence limit of the trunk variance, not its estimate "
                         "[%(default)s]")
     parser.add_argument("--out", type=Path, default=None, help="also write the plan as JSON")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
-    prices = Prices(*args.prices)
-    plan = {"effect": args.effect, "alpha": args.alpha, "power": args.power, "prices_s": asdict(prices), "ends": {}}
+    prices, spread = priced_by(args.small, args.large, tuple(args.priced_images))
+    plan = {"effect": args.effect, "alpha": args.alpha, "power": args.power, "prices_s": asdict(prices),
+            "probe_spread_s": spread, "plans": [str(p) for p in (*args.small, *args.large)],
+            "machine": args.machine, "variance_level": args.variance_level, "ends": {}}
     df = len(results["ran"]["trunks"]) - 1
     for name, comps in zip(("no_interaction", "most_interaction"), plan_components(results)):
         comps = PooledComponents(upper_limit(comps.trunk, df, args.variance_level), comps.seed, comps.interaction)
-        found = smallest_design(comps, args.effect, args.alpha, args.power, (1, 2, 3), (1000, 2000, 5000, 10000),
+        found = smallest_design(comps, args.effect, args.alpha, args.power, tuple(args.seeds), tuple(args.images),
                                 prices.seconds)
         entry = {"components": asdict(comps)}
         if found:
@@ -163,6 +197,13 @@ def main(argv: list[str] | None = None) -> None:
                                                args.power))
         plan["ends"][name] = entry
         print(f"{name}: {json.dumps(entry)}")
+    designs = [e["design"] for e in plan["ends"].values() if "design" in e]
+    if len(designs) == len(plan["ends"]):  # the design that holds at both ends: the larger of each
+        both = Design(*(max(d[k] for d in designs) for k in ("trunks", "seeds", "images")))
+        plan["declare"] = {"design": asdict(both), "cpu_hours": prices.seconds(both) / 3600,
+                           "power": min(power(args.effect, PooledComponents(**e["components"]).trunk_value_variance(
+                               both.seeds, both.images), both.trunks, args.alpha) for e in plan["ends"].values())}
+        print(f"declare: {json.dumps(plan['declare'])}")
     if args.out:
         args.out.write_text(json.dumps(plan, indent=1) + "\n")
 

@@ -69,3 +69,26 @@ def test_the_upper_limit_covers_the_true_variance_at_its_level():
     covered = [upper_limit(v, 2, 0.8) >= 0.01 for v in samples.var(axis=1, ddof=1)]
     assert abs(np.mean(covered) - 0.8) < 0.02
     assert upper_limit(1.0, 2, 0.8) == pytest.approx(2 / 0.4463, rel=1e-3)  # chi2(0.2, 2) = 0.4463
+
+
+def test_prices_from_two_plans_split_the_fixed_part_from_the_test_images_share(tmp_path):
+    """Two capaware plan files of one trunk at 1,000 and 5,000 test images: stage one 900 s + 0.02 s an image,
+    captioning 400 s + 0.05 s an image; a design's time is then trunks x (stage one + seeds x captioning)."""
+    import json
+
+    from studies.table1_pooled.power_plan import priced_by
+
+    def plan(images: int) -> dict:
+        return {"data": {"seconds": 100}, "stage1": {"seconds": 700}, "features": {"seconds": 100 + 0.02 * images},
+                "captioners": {"seconds": 300 + 0.04 * images}, "rl": {"seconds": 100 + 0.01 * images}}
+
+    for n in (1000, 5000):
+        (tmp_path / f"plan_{n}.json").write_text(json.dumps(plan(n)))
+        slow = {stage: {"seconds": 3 * v["seconds"]} for stage, v in plan(n).items()}  # a noisy probe: outvoted
+        (tmp_path / f"slow_{n}.json").write_text(json.dumps(slow))
+    files = [[tmp_path / f"{name}_{n}.json" for name in ("plan", "plan", "slow")] for n in (1000, 5000)]
+    prices, spread = priced_by(*files, (1000, 5000))
+    assert (prices.trunk, prices.image_trunk) == pytest.approx((900, 0.02))
+    assert (prices.run, prices.image_run) == pytest.approx((400, 0.05))
+    assert prices.seconds(Design(6, 2, 10000)) == pytest.approx(6 * (900 + 200 + 2 * (400 + 500)))
+    assert spread["stage_one_s"] == pytest.approx([920, 3 * 1000])  # the probes' range, printed beside
