@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 #   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: java demo stand-in test test-integration test-studies study study-captioning study-trunks study-headroom study-positive bench venv clean-demo
+.PHONY: java demo stand-in test test-integration test-studies study study-captioning study-trunks study-table1 study-headroom study-positive bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -75,6 +75,14 @@ TRUNKS_RUN ?= runs/trunks
 TRUNKS ?=
 study-trunks: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/trunks/study_trunks.sh $(TRUNKS_RUN) $(TRUNKS)
+
+# Table 1 with the power to answer (issue #56; configs/study/table1_pooled/declaration.yaml): the power plan's trunks,
+# one pooled primary contrast, TOST, a known-effect check; resumable trunk by trunk, each finished trunk kept in
+# docs/study_results/table1_pooled/ (commit it) and the table read from those records
+# (studies/table1_pooled/study_pooled.sh; TRUNKS="3 4" runs those trunks).
+POOLED_RUN ?= runs/table1_pooled
+study-table1: venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_pooled/study_pooled.sh $(POOLED_RUN) $(TRUNKS)
 
 # The positive control and its negative (issue #46; rules in docs/declaration.md): from the colour-blind stand-in,
 # the recipe chosen on val, then real and shuffled caption labels over the declared seeds (studies/positive_control/study_positive.sh;

@@ -57,6 +57,12 @@ def embed(model, bank: ImageBank, index: np.ndarray, device, batch_size: int = 1
     return torch.cat(out).cpu().numpy()
 
 
+def frozen_features(model, bank: ImageBank, device, source: str):
+    """A call giving the frozen initial trunk's pooled features of every image of ``bank``, and what computed
+    them: the self-distillation labels (``method.labels: self``), computed only if a row asks for them."""
+    return lambda: (embed(model, bank, np.arange(len(bank)), device, trunk_only=True), source)
+
+
 def same_split(cfg) -> bool:
     return cfg.eval.query_split == cfg.eval.db_split
 
@@ -189,19 +195,14 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
             self_cols = self_columns(track, track.query_idx) if exclude else None
             write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
 
-    def init_features() -> tuple[np.ndarray, str]:
-        """The frozen initial trunk's pooled features of the training images (the self-distillation labels)."""
-        every = np.arange(len(track.train_bank))
-        return embed(baseline, track.train_bank, every, device, trunk_only=True), baseline_source
-
-    dims = list(cfg.dims) or [None]
     with distributed.rank_zero_first(), watch.phase("class pretraining"):  # rank 0 alone (model.init)
         cfg = resolve_init(cfg, track, progress)
     torch.manual_seed(cfg.seed)
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
     baseline_source = f"{cfg.model.arch}:{cfg.model.init}:seed{cfg.seed}"
     evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz", baseline_source, trunk_only=True)
-    for d, dim in enumerate(dims):
+    init_features = frozen_features(baseline, track.train_bank, device, baseline_source)
+    for d, dim in enumerate(list(cfg.dims) or [None]):
         for i, method in enumerate(cfg.methods):
             m = method.copy() if hasattr(method, "copy") else method
             if dim is not None:

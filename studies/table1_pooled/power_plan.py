@@ -162,7 +162,8 @@ def priced_by(small: list[Path], large: list[Path], images: tuple[int, int]) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studies.table1_pooled.power_plan", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m studies.table1_pooled.power_plan",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="#46's kept results [%(default)s]")
     parser.add_argument("--effect", type=float, default=0.03, help="CIDEr-D effect to detect [%(default)s]")
     parser.add_argument("--alpha", type=float, default=0.05)

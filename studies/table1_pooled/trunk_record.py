@@ -79,7 +79,8 @@ def read_record(path: Path) -> TrunkRecord:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m studies.table1_pooled.trunk_record", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.table1_pooled.trunk_record",
+                                     description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("trunk", type=int)
     ap.add_argument("--machine", required=True, help="the CPU (or device) that ran the trunk")

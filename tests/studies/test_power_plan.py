@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_1samp
 
-from studies.table1_pooled.power_plan import Design, PooledComponents, detectable, plan_components, power, smallest_design
+from studies.table1_pooled.power_plan import (Design, PooledComponents, detectable, plan_components, power,
+                                              smallest_design)
 
 
 @pytest.mark.parametrize("effect,trunks", [(0.03, 4), (0.02, 10), (0.01, 6), (0.0, 5)])
