@@ -41,6 +41,8 @@ RUN_HERE = (  # in README's order of use; each as README prints it
 RUN_BY = {  # command -> the test that runs it (on a tiny config or fixtures where the real one is long)
     "make study-trunks": "tests/studies/test_study_commands.py::"
                          "test_make_study_trunks_runs_every_declared_trunk_and_writes_table1_over_trunks",
+    "make study-table1": "tests/studies/test_study_commands.py::"
+                         "test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the_records",
     "make study-positive": "tests/studies/test_study_commands.py::"
                            "test_make_study_positive_chooses_a_recipe_and_writes_the_verdict",
     "capaware run configs/paper/pipeline_coco.yaml":

@@ -49,3 +49,27 @@ def test_make_study_positive_chooses_a_recipe_and_writes_the_verdict(tmp_path):
     assert kept in ("layer4_10x", "layer4_30x") and len(list(run.glob(f"{kept}_*/s*/finished"))) == 6
     again = make(repo, "study-positive", "EVERY=2", f"POSITIVE_ARGS={STAGE1_TINY}")  # every run is finished
     assert again.returncode == 0 and "->" not in again.stdout.split("recipe kept")[1]
+
+
+def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the_records(tmp_path):
+    """Issue #56's command, tiny: the plan's design printed first, one trunk kept, the table waiting for the
+    others; then the rest (the kept trunk skipped) and the pooled table read from the records alone."""
+    from studies.table1_pooled.trunk_record import read_record
+
+    repo = checkout(tmp_path)
+    shrink(repo / "configs" / "study" / "table1_pooled" / "pipeline.yaml")
+    one = make(repo, "study-table1", "TRUNKS=10")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    assert "power plan (declared): 5 trunks x 1 captioner seeds x 5000 test images" in one.stdout
+    assert "trunk 11 not kept yet: the table waits" in one.stdout
+    records = repo / "docs" / "study_results" / "table1_pooled"
+    first = read_record(records / "trunk_10.npz")
+    assert first.seeds == [1001] and first.arms == ["Img", "Cap", "Img-kinds", "Img-self", "Oracle"]
+    assert first.per_image.shape[:4] == (1, 5, 2, 2) and first.seconds > 0 and "cores" in first.machine
+    out = make(repo, "study-table1")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "trunk 10: kept" in out.stdout
+    result = json.loads((records / "table1_pooled.json").read_text())
+    assert result["ran"]["trunks"] == [10, 11, 12, 13, 14] and len(result["cells"]) == 4
+    assert result["primary"]["contrast"] == "Cap − Img" and result["known_effect"]["contrast"] == "Oracle − Img"
+    assert "**Primary: Cap − Img**" in (records / "table1_pooled.md").read_text()
