@@ -65,6 +65,10 @@ def loader_of(name: str):
     from feature_extract.config import load_features_config
     from rl.config import load_scst_config
 
+    if name == "declaration_table1_pooled":  # issue #56's declaration: its own schema
+        from studies.table1_pooled.declaration import load_declaration as load_pooled
+
+        return load_pooled
     if name.startswith("declaration_"):
         from studies.declaration import load_declaration
 

@@ -57,7 +57,7 @@ def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the
     from studies.table1_pooled.trunk_record import read_record
 
     repo = checkout(tmp_path)
-    shrink(repo / "configs" / "study" / "table1_pooled" / "pipeline.yaml")
+    shrink(repo / "configs" / "study" / "pipeline_table1_pooled.yaml")
     one = make(repo, "study-table1", "TRUNKS=10")
     assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     assert "power plan (declared): 5 trunks x 1 captioner seeds x 5000 test images" in one.stdout
