@@ -12,14 +12,17 @@ TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
 venv: $(VENV)/.installed
 
-# --no-compile: pip's byte-compiling of every installed module took 21 of the 60 s of torch's install
-# (2-vCPU Intel Xeon, family 6 model 207; avx2, avx512f, avx512_bf16, amx_tile); Python compiles the modules
-# a run imports on first use instead
+# pip byte-compiles what it installs (about 20 s of torch's minute): where PYTHONDONTWRITEBYTECODE is set (as on
+# this project's machines) Python never writes the .pyc files itself, and without them every process compiled
+# torch again: `import torch, torchvision, numpy, scipy.stats` took 16.4 s instead of 6.0 (2-vCPU Intel Xeon,
+# family 6 model 207), in each of the demo's and the tests' dozens of processes (issue #55). The checkout's own
+# packages are compiled here for the same reason (a changed module is recompiled in memory, never used stale).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile $(TORCH_PINS)
-	$(PY) -m pip install -q --no-compile -e '.[test]'
+	$(PY) -m pip install -q $(TORCH_PINS)
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m compileall -q capaware capcore capdata captioners embedder eval feature_extract rl studies
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
