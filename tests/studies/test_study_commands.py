@@ -52,9 +52,13 @@ def test_make_study_positive_chooses_a_recipe_and_writes_the_verdict(tmp_path):
 
 
 def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the_records(tmp_path):
-    """Issue #56's command, tiny: the plan's design printed first, one trunk kept, the table waiting for the
-    others; then the rest (the kept trunk skipped) and the pooled table read from the records alone."""
-    from studies.table1_pooled.trunk_record import read_record
+    """Issue #56's command, tiny: the plan's design printed first, one trunk run and kept, the table waiting for
+    the others. The other four trunks' records are made from the first (its scores shifted per trunk: four more
+    tiny trunks would take 20 minutes here); the command then skips every kept trunk and writes the pooled table
+    from the records alone."""
+    import numpy as np
+
+    from studies.table1_pooled.trunk_record import read_record, write_record
 
     repo = checkout(tmp_path)
     shrink(repo / "configs" / "study" / "pipeline_table1_pooled.yaml")
@@ -66,9 +70,16 @@ def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the
     first = read_record(records / "trunk_10.npz")
     assert first.seeds == [1001] and first.arms == ["Img", "Cap", "Img-kinds", "Img-self", "Oracle"]
     assert first.per_image.shape[:4] == (1, 5, 2, 2) and first.seconds > 0 and "cores" in first.machine
+    for t in (11, 12, 13, 14):
+        shift = np.zeros(5)
+        shift[1], shift[4] = 0.01 * (t - 12), 0.3  # Cap's difference varies by trunk; Oracle far above
+        first.trunk, first.seeds = t, [100 * t + 1]
+        first.scores = first.scores + shift[None, :, None, None]
+        first.per_image = first.per_image + shift[None, :, None, None, None].astype(np.float32)
+        write_record(first, records)
     out = make(repo, "study-table1")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "trunk 10: kept" in out.stdout
+    assert "trunk 10: kept" in out.stdout and "trunk 14: kept" in out.stdout and "running" not in out.stdout
     result = json.loads((records / "table1_pooled.json").read_text())
     assert result["ran"]["trunks"] == [10, 11, 12, 13, 14] and len(result["cells"]) == 4
     assert result["primary"]["contrast"] == "Cap − Img" and result["known_effect"]["contrast"] == "Oracle − Img"
