@@ -56,8 +56,8 @@ def cell_diffs(records: list[TrunkRecord], contrast: Contrast, model: str, train
 
 def pooled(records, decl, contrast: Contrast) -> dict:
     """A pooled contrast's trunk-level test, TOST and verdict words, and its detectable effect."""
-    runs = np.mean([cell_diffs(records, contrast, m, t) for m, t in decl.pooled_over], axis=0)  # [trunks, seeds]
-    values = pooled_values([runs])
+    cells = [cell_diffs(records, contrast, m, t) for m, t in decl.pooled_over]  # each [trunks, seeds]
+    values, runs = pooled_values(cells), np.mean(cells, axis=0)  # per trunk; per run over the four cells
     test = trunk_t(values, decl.alpha)
     equivalence = tost(values, decl.equivalence_margin, decl.alpha)
     spread = float(np.var(values, ddof=1))
