@@ -4,7 +4,9 @@ device: auto | cpu | cuda (under torchrun, cuda means this process's GPU, ``cuda
 precision: auto | float32 | bfloat16. ``auto`` is bfloat16 autocast where bfloat16 arithmetic is
 native (a GPU that supports it; a CPU with AVX-512 BF16 or AMX, ``capcore.cpu_isa``) and float32
 elsewhere: on an AVX2 CPU, emulated bfloat16 makes a ResNet step about 12x slower than float32. So a
-run's numbers depend on the kind of CPU under ``auto``; set float32 to make them not. bfloat16 needs no
+run's numbers depend on the kind of CPU under ``auto``; set float32 to make them not. The captioners
+(XE, SCST) keep ``auto`` at float32 on every CPU: their steps are many small matrix products, measured slower
+under bfloat16 autocast even with AMX (benchmarks/bench_captioner_precision.py). bfloat16 needs no
 loss scaling (float16 would), which is why float16 is not offered for training.
 """
 from __future__ import annotations
@@ -38,11 +40,14 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def precision_choice(name: str, device: torch.device, key: str = "train.precision") -> tuple[torch.dtype | None, str]:
+def precision_choice(name: str, device: torch.device, key: str = "train.precision",
+                     auto_on_cpu: bool = True) -> tuple[torch.dtype | None, str]:
     """The autocast dtype of ``precision`` on ``device`` (None: plain float32) and why, in words.
 
     An explicit ``bfloat16`` on a CPU without native bfloat16 runs as asked, with one warning line per
-    key and process, since it is an order of magnitude slower than float32 there.
+    key and process, since it is an order of magnitude slower than float32 there. ``auto_on_cpu=False`` keeps
+    ``auto`` at float32 on every CPU: for models whose steps are many small matrix products (the captioners'
+    recurrent steps), where casting to and from bfloat16 costs more than AMX saves.
     """
     if name not in PRECISIONS:
         raise CapawareError(key, f"unknown precision {name!r}", f"use one of {', '.join(PRECISIONS)}")
@@ -59,6 +64,9 @@ def precision_choice(name: str, device: torch.device, key: str = "train.precisio
             _warn_once(key, f"warning: {key}=bfloat16 on a {where}, which has no native bfloat16: expect "
                             f"steps about 12x slower than float32; set {key}=auto (or float32)")
         return torch.bfloat16, f"{key}=bfloat16 (set in the config) on a {where}"
+    if native and device.type == "cpu" and not auto_on_cpu:
+        return None, (f"{key}=auto -> float32: these small recurrent steps run faster in float32 than in bfloat16 "
+                      f"autocast on a CPU, even with {cpu_isa().name} (benchmarks/bench_captioner_precision.py)")
     if native:
         return torch.bfloat16, f"{key}=auto -> bfloat16 autocast: native bfloat16 on this {where}"
     return None, f"{key}=auto -> float32: no native bfloat16 on this {where}"

@@ -77,7 +77,7 @@ def xe_recipe(cfg: CaptionerConfig, model: Captioner, device: torch.device, dtyp
 def train(cfg: CaptionerConfig, progress: bool = True) -> Path:
     """Train (or resume, or notice it is finished); returns the path of best.pt."""
     device = pick_device(cfg.device)
-    dtype, precision = precision_choice(cfg.train.precision, device)
+    dtype, precision = precision_choice(cfg.train.precision, device, auto_on_cpu=False)
     distributed.init(device)
     with distributed.rank_zero_first():  # rank 0 alone writes labels.h5 / vocab.json when missing
         labels_path, vocab_path = ensure_prepro(cfg.data)

@@ -173,7 +173,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
         doc_freq = load_or_build_doc_freq(labels_path, cfg.reward.df_split, cfg.reward.df_cache, eos=cfg.reward.eos)
     labels, vocab = read_labels(labels_path), read_vocab(vocab_path)
     feats = features_path(d)
-    dtype, precision = precision_choice(cfg.train.precision, device)
+    dtype, precision = precision_choice(cfg.train.precision, device, auto_on_cpu=False)
     xe = load_init(cfg, labels_path, feats, vocab)
     xe_card = CaptionerCard.of(xe, cfg.init)
     init_sha = file_sha256(cfg.init)

@@ -40,6 +40,16 @@ def test_auto_is_bfloat16_on_a_cpu_with_native_bfloat16(monkeypatch, isa, shown)
     assert why.startswith("pretrain.precision=auto -> bfloat16") and shown in why
 
 
+@pytest.mark.parametrize("isa", [ZEN4, SAPPHIRE])
+def test_auto_stays_float32_on_a_native_cpu_for_the_captioners_but_not_on_a_gpu(monkeypatch, isa):
+    as_cpu(monkeypatch, isa)
+    dtype, why = precision_choice("auto", CPU, auto_on_cpu=False)
+    assert dtype is None and why.startswith("train.precision=auto -> float32") and isa.name in why
+    assert precision_choice("bfloat16", CPU, auto_on_cpu=False)[0] is torch.bfloat16  # asked for: given
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert precision_choice("auto", torch.device("cuda", 0), auto_on_cpu=False)[0] is torch.bfloat16
+
+
 @pytest.mark.parametrize("aten, cap, native", [
     ("AVX2", None, False),                 # ATEN_CPU_CAPABILITY=avx2 on a BF16 CPU: ATen kernels emulate
     ("AVX512", "AVX2", False),             # ONEDNN_MAX_CPU_ISA=AVX2: oneDNN's convolutions emulate
