@@ -54,8 +54,8 @@ XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m "not studies and not integration"
 
-# Whole-pipeline scenarios whose pieces make test checks: the COCO rehearsal, two jobs against one, two nodes on
-# one machine (about 6 minutes on 2 cores; CI runs it after make test).
+# Whole-pipeline scenarios whose pieces make test checks: the COCO rehearsal, two jobs against one, a kill in stage
+# three then a rerun, two processes and two nodes training as one (about 9 minutes on 2 cores; CI runs it after make test).
 test-integration: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m integration
 

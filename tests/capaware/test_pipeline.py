@@ -62,7 +62,8 @@ def whole(upstream, tmp_path_factory) -> Path:
     return run
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.integration  # 106 s with the uninterrupted run on a 2-vCPU Intel Xeon; make test: XE and SCST resume
+@pytest.mark.timeout(900)  # (test_captioners_train.py, test_rl_scst.py), a failed stage's marker, --from/--to/--force
 def test_a_kill_in_stage_three_then_rerun_gives_the_uninterrupted_tables(upstream, whole, tmp_path):
     """Deterministic: the first XE run dies abruptly after step 6 (``train.stop_after_steps``: no clean-up,
     no checkpoint), its last checkpoint is step 4, so the rerun replays steps 5 and 6."""
@@ -112,7 +113,8 @@ def assert_trains_as_one(whole: Path, run: Path) -> None:
     assert table_rows(run) == table_rows(whole)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.integration  # 46 s on a 2-vCPU Intel Xeon; make test: XE and SCST on two processes match one
+@pytest.mark.timeout(900)  # (capcore/test_distributed.py) and the pipeline's --nproc 2 (the killed rank, below)
 def test_two_processes_train_as_one_and_keep_the_skip_markers(upstream, whole, tmp_path):
     """``--nproc 2`` runs XE and SCST under torchrun (gloo on CPU): every logged step's loss within the
     relative 1e-5 docs/devices.md states for stage three, the same test captions and Table 1; rank 1 decodes
@@ -134,7 +136,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.integration  # 44 s on a 2-vCPU Intel Xeon; make test keeps two processes on one node (above)
+@pytest.mark.integration  # 44 s on a 2-vCPU Intel Xeon; make test: two processes on one node (capcore/test_distributed.py)
 @pytest.mark.timeout(900)
 def test_two_nodes_on_one_machine_train_as_one(upstream, whole, tmp_path):
     """``capaware run --nnodes 2`` started twice, node ranks 0 and 1, rendezvous on 127.0.0.1 (gloo on CPU),
@@ -223,3 +225,7 @@ def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
     assert "[features] running" in out.stdout and "[stage1]" not in out.stdout and "[captioners]" not in out.stdout
     assert (run / "features" / "cap.h5").stat().st_mtime_ns != before
     assert (run / "caption" / "methods").stat().st_mtime_ns == stage1
+    again = pipeline(config, run, "--to", "features", timeout=300)  # every stage's marker matches: nothing runs
+    assert again.returncode == 0 and "running" not in again.stdout, again.stdout + again.stderr
+    assert [ln for ln in again.stdout.splitlines() if ln.endswith("complete, skipped")] == [
+        f"[{stage}] complete, skipped" for stage in ("data", "stage1", "features")]

@@ -1,13 +1,19 @@
-"""Stage-one training end to end on a tiny synthetic config: resume and one-line CLI errors."""
+"""Stage-one training end to end on a tiny synthetic config: resume and one-line CLI errors.
+
+The resume tests call ``embedder.train.main`` in the test's process (a run in a subprocess spent most of its
+6 s importing torch; issue #55); the one-line errors go through the command line, as a user meets them."""
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from capcore.errors import run_cli
+from capcore.harness import StopRequested
 from tests.tensorboard_log import tb_steps, tb_values
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +32,34 @@ def run(args, **kw):
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, **kw)
 
 
+def train(args: list[str]) -> int:
+    """``python -m embedder.train ARGS`` in this process (cwd: the checkout): 0, or 3 where
+    ``train.stop_after_steps`` stopped it as a kill would (``capcore.errors.run_cli`` exits 3 there)."""
+    from embedder.train import main
+
+    try:
+        main(args)
+    except StopRequested:
+        return 3
+    return 0
+
+
+def cli(args: list[str], capsys) -> SimpleNamespace:
+    """``python -m embedder.train ARGS`` in this process, through the command line's error handling
+    (``capcore.errors.run_cli``): its exit status and what it printed on stderr."""
+    from embedder.train import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        run_cli(lambda: main(args))
+    return SimpleNamespace(returncode=stop.value.code, stderr=capsys.readouterr().err)
+
+
+@pytest.fixture
+def in_checkout(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the configs' relative paths, as the command runs from the checkout
+
+
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
     from capdata.synthetic import generate_poses
@@ -38,18 +72,16 @@ def data_root(tmp_path_factory):
 @pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
                                         ("log_ratio", ["train.head_warmup_steps=4"]),
                                         ("log_ratio", ["train.freeze=none", "train.jitter=0.3"])])  # whole trunk
-def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra):
-    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
+def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra, in_checkout):
+    common = ["--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
               "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
-    full = run(common + tiny_overrides(tmp_path, data_root, "full"))
-    assert full.returncode == 0, full.stderr
-    killed = run(common + tiny_overrides(tmp_path, data_root, "killed") + ["train.stop_after_steps=3"])
-    assert killed.returncode == 3  # died mid-run, like a kill
+    assert train(common + tiny_overrides(tmp_path, data_root, "full")) == 0
+    killed = train(common + tiny_overrides(tmp_path, data_root, "killed") + ["train.stop_after_steps=3"])
+    assert killed == 3  # died mid-run, like a kill
     method_dir = next((tmp_path / "killed" / "methods").iterdir())
     assert not (method_dir / "model.pt").exists()
     assert torch.load(method_dir / "last.pt", weights_only=True)["step"] == 2  # older than the kill: step 3 is lost
-    resumed = run(common + tiny_overrides(tmp_path, data_root, "killed"))
-    assert resumed.returncode == 0, resumed.stderr
+    assert train(common + tiny_overrides(tmp_path, data_root, "killed")) == 0
     a = torch.load(next((tmp_path / "full" / "methods").iterdir()) / "model.pt", weights_only=True)
     b = torch.load(method_dir / "model.pt", weights_only=True)
     assert a["step"] == b["step"] == 6
@@ -60,14 +92,13 @@ def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root,
         assert tb_steps(full_tb, tag) == tb_steps(killed_tb, tag) == list(range(1, 7)), tag
 
 
-def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root):
-    args = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml",
-            *tiny_overrides(tmp_path, data_root, "run"),
+def test_lr_end_fraction_ends_the_run_at_that_fraction(tmp_path, data_root, in_checkout, capsys):
+    args = ["--config", "configs/demo/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
             "train.lr_end_fraction=0.25"]
-    assert run(args).returncode == 0
+    assert train(args) == 0
     lr = tb_values(next((tmp_path / "run" / "methods").iterdir()) / "tb", "train/lr")  # lr of the step after
     assert lr[6] == pytest.approx(0.05 * 0.25) and lr[3] == pytest.approx(0.05 * 0.5)  # 6 steps in all
-    bad = run(args[:-1] + ["train.lr_end_fraction=0"])
+    bad = cli([*args[:-1], "train.lr_end_fraction=0"], capsys)
     assert bad.returncode == 2 and "lr_end_fraction" in bad.stderr.splitlines()[-1]
 
 
@@ -92,54 +123,50 @@ def pose_json_variant(tmp_path, data_root, mutate) -> Path:
     return root
 
 
-def train_on(tmp_path, root):
-    return run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml"]
-               + tiny_overrides(tmp_path, root, "bad") + ["data.synthetic=null"])
+def train_on(tmp_path, root, capsys):
+    return cli(["--config", str(ROOT / "configs/demo/demo_pose.yaml")]
+               + tiny_overrides(tmp_path, root, "bad") + ["data.synthetic=null"], capsys)
 
 
-def test_missing_image_is_one_line(tmp_path, data_root):
+def test_missing_image_is_one_line(tmp_path, data_root, capsys):
     def mutate(doc, root):
         doc["images"][0]["file"] = "images/not_there.png"
-    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "not_there.png")
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate), capsys), "not_there.png")
 
 
-def test_unreadable_image_is_one_line(tmp_path, data_root):
+def test_unreadable_image_is_one_line(tmp_path, data_root, capsys):
     def mutate(doc, root):
         (root / "broken.png").write_bytes(os.urandom(200))
         doc["images"][0]["file"] = "broken.png"
-    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "broken.png")
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate), capsys), "broken.png")
 
 
-def test_wrong_joint_count_is_one_line(tmp_path, data_root):
+def test_wrong_joint_count_is_one_line(tmp_path, data_root, capsys):
     def mutate(doc, root):
         doc["images"][1]["joints"] = doc["images"][1]["joints"][:14]
-    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate)), "poses.json", "14")
+    one_line_error(train_on(tmp_path, pose_json_variant(tmp_path, data_root, mutate), capsys), "poses.json", "14")
 
 
-def test_malformed_annotation_is_one_line(tmp_path, data_root):
+def test_malformed_annotation_is_one_line(tmp_path, data_root, capsys):
     root = tmp_path / "malformed"
     root.mkdir()
     (root / "poses.json").write_text('{"images": [')
-    one_line_error(train_on(tmp_path, root), "poses.json")
+    one_line_error(train_on(tmp_path, root, capsys), "poses.json")
 
 
-def test_unknown_config_key_is_one_line(tmp_path):
+def test_unknown_config_key_is_one_line(tmp_path):  # the real command line, as a user meets it
     one_line_error(run(["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "train.lrr=1"]),
                    "train.lrr")
 
 
-def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, data_root):
+def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, data_root, in_checkout):
     """Fingerprints see where paths point, not how they are spelled (capcore.fingerprint)."""
-    common = ["-m", "embedder.train", "--config", "configs/demo/demo_pose.yaml", "method.loss=log_ratio",
-              "method.mining=dense"]
+    common = ["--config", "configs/demo/demo_pose.yaml", "method.loss=log_ratio", "method.mining=dense"]
     tiny = [o for o in tiny_overrides(tmp_path, data_root, "-") if not o.startswith("out_dir=")]
     inside = tiny + ["out_dir=${run_dir}/killed"]
-    killed = run(common + inside + [f"run_dir={os.path.relpath(tmp_path, ROOT)}", "train.stop_after_steps=3"])
-    assert killed.returncode == 3
-    resumed = run(common + inside + [f"run_dir={tmp_path}"])
-    assert resumed.returncode == 0, resumed.stderr
-    full = run(common + tiny + [f"out_dir={tmp_path / 'full'}"])
-    assert full.returncode == 0, full.stderr
+    assert train(common + inside + [f"run_dir={os.path.relpath(tmp_path, ROOT)}", "train.stop_after_steps=3"]) == 3
+    assert train(common + inside + [f"run_dir={tmp_path}"]) == 0
+    assert train(common + tiny + [f"out_dir={tmp_path / 'full'}"]) == 0
     a = torch.load(next((tmp_path / "full" / "methods").iterdir()) / "model.pt", weights_only=True)
     b = torch.load(next((tmp_path / "killed" / "methods").iterdir()) / "model.pt", weights_only=True)
     for key in a["model"]:
