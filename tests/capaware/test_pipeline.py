@@ -136,7 +136,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.integration  # 44 s on a 2-vCPU Intel Xeon; make test: two processes on one node (capcore/test_distributed.py)
+@pytest.mark.integration  # 44 s on a 2-vCPU Intel Xeon; make test: two processes (capcore/test_distributed.py)
 @pytest.mark.timeout(900)
 def test_two_nodes_on_one_machine_train_as_one(upstream, whole, tmp_path):
     """``capaware run --nnodes 2`` started twice, node ranks 0 and 1, rendezvous on 127.0.0.1 (gloo on CPU),
