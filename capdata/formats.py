@@ -48,6 +48,7 @@ class Format:
     read: Callable[[Source], Any]
     train_splits: tuple[str, ...] = ("train",)
     synthetic: str | None = None  # "module:function" of the embedded-default generator
+    title: str = ""  # how tables name the dataset's splits ("Karpathy test split"); empty: the format's name
 
 
 FORMATS: dict[str, Format] = {}
@@ -149,5 +150,6 @@ register_format("mpii", Format("pose", "mpii_human_pose_v1_u12_1.mat", _mpii))
 register_format("mpii_json", Format("pose", "annot", _mpii_json))
 register_format("lsun", Format("layout", "", _lsun, synthetic="capdata.synthetic.rooms:generate_rooms"))
 register_format("karpathy", Format("caption", "dataset_coco.json", _karpathy, ("train", "restval"),
-                                   synthetic="capdata.synthetic.shapes_captions:generate_captions"))
-register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval")))
+                                   synthetic="capdata.synthetic.shapes_captions:generate_captions", title="Karpathy"))
+register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval"),
+                                        title="COCO-format"))

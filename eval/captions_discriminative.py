@@ -16,9 +16,9 @@ def metrics_section(preds: dict[int, str], refs_path: str | Path, fmt: str | Non
     training references (train + restval) of a caption file with splits, and is None for a bare COCO captions file."""
     train, note = None, None
     try:
-        refs, kind = load_refs(refs_path, "train", fmt)
-        if kind != "coco":  # a caption file with splits; a bare COCO captions file has none
-            train = [c for caps in refs.values() for c in caps]
+        refs = load_refs(refs_path, "train", fmt)
+        if refs.split is not None:  # a caption file with splits; a bare COCO captions file has none
+            train = [c for caps in refs.refs.values() for c in caps]
         else:
             note = "novelty needs training references: give a Karpathy dataset_*.json as --refs"
     except CapawareError as err:

@@ -183,12 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
 
     preds = load_preds(a.preds)
-    refs, kind = load_refs(a.refs, a.split, a.format)
-    check_coverage(preds, refs, a.preds, a.refs, a.split if kind == "karpathy" else None)
-    n_split = len(refs) if kind == "karpathy" else len(set(preds) & set(refs))
+    found = load_refs(a.refs, a.split, a.format)
+    refs, split = found.refs, found.split  # split None: a file without splits (COCO's own captions_*.json)
+    check_coverage(preds, refs, a.preds, a.refs, split)
+    n_split = len(refs) if split else len(set(preds) & set(refs))
     s = score_captions(preds, refs, meteor=not a.no_meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
                        spice_cache=None if a.spice_no_cache else a.spice_cache, tokenizer=a.tokenizer)
-    if kind == "karpathy" and len(preds) < n_split:
+    if split and len(preds) < n_split:
         s.notes.append(f"predictions cover {len(preds)} of the {n_split} {a.split} images")
     meta_file = Path(a.preds).with_name(Path(a.preds).stem + ".meta.json")
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(shlex.quote(x) for x in ["python", "-m", "eval.score_captions", *args])
     report = {"metrics": {m: _finite(v) for m, v in s.metrics.items()}, "unavailable": s.unavailable,
               "notes": s.notes, "n_images": len(preds),
-              "n_split_images": n_split, "split": a.split if kind == "karpathy" else None,
+              "n_split_images": n_split, "split": split, "caption_format": found.fmt,
               "preds": str(Path(a.preds).resolve()), "refs": str(Path(a.refs).resolve()),
               "preds_sha256": hashlib.sha256(Path(a.preds).read_bytes()).hexdigest(),
               "config_hash": meta.get("config_hash"), "scst_signature": meta.get("scst_signature"),
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         rows = [{"image_id": i, "caption": preds[i], **{m: _finite(v) for m, v in s.per_image[i].items()}}
                 for i in sorted(preds)]
         write_text(a.per_image, json.dumps(rows, indent=0))
-    print(f"caption metrics: {len(preds)} images ({a.split if kind == 'karpathy' else 'COCO refs'}), {s.tokenizer}")
+    print(f"caption metrics: {len(preds)} images ({split or 'a references file without splits'}), {s.tokenizer}")
     for m in METRICS:
         v = s.metrics[m]
         print(f"  {m:8s} {'unavailable: ' + s.unavailable[m] if v is None else f'{v:.4f}'}")

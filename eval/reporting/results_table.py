@@ -37,6 +37,8 @@ import h5py
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
+from capdata.formats import FORMATS
 from captioners.core_registry import CORES, display_name
 from eval.reporting import columns
 from feature_extract.row_labels import label_of
@@ -125,7 +127,9 @@ def read_row(metrics_file: Path) -> dict:
     row.update(read_grounding(metrics_file, report.get("split")))
     row["E"] = _number((report.get("discriminativeness") or {}).get("bad_endings"))
     row["signature"] = report.get("scst_signature") or meta.get("scst_signature")
-    row.update({"split": report.get("split"), "n_images": report.get("n_images"),
+    split = report.get("split")  # metrics files from before the format was recorded: the default format's
+    row["caption_format"] = report.get("caption_format", DEFAULT_FORMAT if split else None)
+    row.update({"split": split, "n_images": report.get("n_images"),
                 "n_split_images": report.get("n_split_images"), "decoding": decoding,
                 "metrics_file": _shown(metrics_file), "preds": str(preds), "features_file": str(meta["features"]),
                 "backbone": backbone, "backbone_method": backbone_method, "config_hash": report.get("config_hash"),
@@ -192,9 +196,17 @@ def _cell(row: dict, col: str) -> str:
     return "n/a" if v is None else f"{v:.{columns.digits(col)}f}"
 
 
+def split_title(row: dict) -> str:
+    """What the heading calls the images a row was scored on: "Karpathy test split", by the format's title."""
+    if row.get("split") is None:
+        return "every image of a references file without splits"
+    fmt = row.get("caption_format") or DEFAULT_FORMAT
+    known = FORMATS.get(fmt)  # a plugin's format this process has not loaded goes by its name
+    return f"{known.title if known and known.title else fmt} {row['split']} split"
+
+
 def markdown(rows: list[dict], notes: list[str]) -> str:
-    splits = sorted({str(r["split"]) for r in rows})
-    title = f"### Captioning, Karpathy {' / '.join(splits)} split (layout of Kim et al. 2019, Table 1)"
+    title = f"### Captioning, {' / '.join(sorted({split_title(r) for r in rows}))} (layout of Kim et al. 2019, Table 1)"
     head = ["Model", "Features", "Training", *COLUMNS, *BESIDE, "Images", "Decoding", "SCST signature", "Metrics file"]
     lines = [title, "", "| " + " | ".join(head) + " |",
              "|---|---|---|" + "---:|" * (len(COLUMNS) + len(BESIDE)) + "---:|---|---|---|"]

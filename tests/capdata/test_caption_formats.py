@@ -41,9 +41,9 @@ def test_coco_captions_with_a_split_file_read_as_karpathys_json(release):
 def test_the_same_predictions_score_the_same_against_either_format(release):
     from eval.score_captions import score_captions
 
-    refs_k, kind_k = load_refs(release / "dataset_coco.json", "test")
-    refs_c, kind_c = load_refs(release / "coco_splits.json", "test")
-    assert (kind_k, kind_c) == ("karpathy", "coco_captions") and refs_k == refs_c
+    refs_k, fmt_k, _ = load_refs(release / "dataset_coco.json", "test")
+    refs_c, fmt_c, _ = load_refs(release / "coco_splits.json", "test")
+    assert (fmt_k, fmt_c) == ("karpathy", "coco_captions") and refs_k == refs_c
     preds = {i: refs[-1] for i, refs in sorted(refs_k.items())}  # each image's last reference as its caption
     preds[min(preds)] = "a cat on a mat"  # and one wrong one, so the scores are not all perfect
     a = score_captions(preds, refs_k, meteor=False, spice=False).metrics
@@ -76,3 +76,30 @@ def test_no_module_reads_a_caption_file_but_through_the_caption_view():
     parsers = [f"{p.relative_to(ROOT)}" for pkg in product for p in (ROOT / pkg).rglob("*.py")
                if '["sentences"]' in p.read_text() or 'get("sentences"' in p.read_text()]
     assert parsers == []
+
+
+@pytest.mark.parametrize("annotation, fmt, title", [("dataset_coco.json", "karpathy", "Karpathy test split"),
+                                                    ("coco_splits.json", "coco_captions", "COCO-format test split")])
+def test_the_scoring_command_records_the_split_of_every_format_so_table1_finds_g_and_d(release, tmp_path,
+                                                                                       annotation, fmt, title):
+    """The command the pipeline's XE and SCST stages run (capaware/stage.py), on either format: the metrics file
+    names its split and format, so Table 1 reads G and D from grounding_test.json beside it and its heading names
+    the split (issue #58: a COCO-format run once recorded split None and looked for grounding_None.json)."""
+    import json
+
+    from eval import score_captions
+    from eval.reporting.results_table import read_grounding, split_title
+
+    refs = load_refs(release / annotation, "test", fmt).refs
+    preds = tmp_path / "preds_test.json"
+    preds.write_text(json.dumps([{"image_id": i, "caption": r[-1]} for i, r in sorted(refs.items())]))
+    metrics = tmp_path / "metrics_test.json"
+    score_captions.main(["--preds", str(preds), "--refs", str(release / annotation), "--format", fmt,
+                         "--split", "test", "--out", str(metrics), "--no-meteor", "--no-spice",
+                         "--tokenizer", "simple"])
+    report = json.loads(metrics.read_text())
+    assert (report["split"], report["caption_format"], report["n_split_images"]) == ("test", fmt, len(refs))
+    (tmp_path / "grounding_test.json").write_text(json.dumps({"ratio_real_shuffled": 3.25,
+                                                              "distinct_fraction_real": 0.5}))
+    assert read_grounding(metrics, report["split"])["G"] == 3.25
+    assert split_title({"split": report["split"], "caption_format": report["caption_format"]}) == title

@@ -50,7 +50,7 @@ def files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scored(files, tmp_path_factory):
     _, refs, _ = files
-    gts, _ = load_refs(refs, "test")
+    gts = load_refs(refs, "test").refs
     empty = tmp_path_factory.mktemp("no_corenlp")  # SPICE's models surely absent here
     started = []
     real_popen = jv.subprocess.Popen
@@ -64,13 +64,14 @@ def scored(files, tmp_path_factory):
 
 def test_refs_from_karpathy_and_coco_formats(files, tmp_path):
     _, refs, _ = files
-    gts, kind = load_refs(refs, "test")
-    assert kind == "karpathy" and sorted(gts) == TEST_IDS and gts[1][1] == "A brown dog, running outside!"
+    gts, fmt, split = load_refs(refs, "test")
+    assert (fmt, split) == ("karpathy", "test") and sorted(gts) == TEST_IDS
+    assert gts[1][1] == "A brown dog, running outside!"
     assert sorted(load_refs(refs, "all")[0]) == [1, 2, 3, 4, 5]
     coco = tmp_path / "captions_val2014.json"
     coco.write_text(json.dumps({"images": [{"id": 5}], "annotations": [
         {"image_id": 5, "id": 1, "caption": "A cat."}, {"image_id": 5, "id": 2, "caption": "Some cat"}]}))
-    assert load_refs(coco)[0] == {5: ["A cat.", "Some cat"]} and load_refs(coco)[1] == "coco"
+    assert load_refs(coco) == ({5: ["A cat.", "Some cat"]}, None, None)  # no format of the table, no splits
 
 
 @needs_java
@@ -170,14 +171,14 @@ def test_bad_predictions_are_one_line_errors(files, tmp_path):
     dup.write_text(json.dumps([{"image_id": 1, "caption": "a"}, {"image_id": 1, "caption": "b"}]))
     with pytest.raises(CapawareError, match="more than one prediction"):
         load_preds(dup)
-    gts, _ = load_refs(refs, "test")
+    gts = load_refs(refs, "test").refs
     with pytest.raises(CapawareError, match="no references"):
         score_captions({99: "a dog"}, gts, meteor=False, spice=False, tokenizer="simple")
 
 
 def test_without_java_ptb_is_an_error_and_simple_tokenizer_still_scores(files, monkeypatch):
     _, refs, _ = files
-    gts, _ = load_refs(refs, "test")
+    gts = load_refs(refs, "test").refs
     monkeypatch.setattr(jv, "java_info", lambda: None)
     with pytest.raises(CapawareError, match="no Java runtime"):
         score_captions(PREDS, gts)
