@@ -105,6 +105,10 @@ def data(config: str, args: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    asked = {"-h", "--help"} & set(argv)  # data, stage1 and features answer it with their own options
+    if asked and (len(argv) < 2 or argv[1] in asked or argv[0] in ("xe", "scst")):
+        print(__doc__.strip())
+        return
     if len(argv) < 2 or argv[0] not in KINDS:
         raise CapawareError("capaware.stage", "needs a kind (data, stage1, features, xe or scst) and a config", USAGE)
     relaunch(argv)

@@ -43,6 +43,22 @@ def config_arguments(doc: str, argv: list[str] | None = None) -> tuple[str, list
     return args.config, args.overrides
 
 
+def load_yaml(path: str | Path) -> Any:
+    """``OmegaConf.load`` with a YAML syntax error as one line naming the file, line and column (PyYAML's own
+    message spans several lines and comes with a traceback)."""
+    import yaml
+
+    try:
+        return OmegaConf.load(path)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise CapawareError(path, f"YAML syntax error at {where}{problem}",
+                            "fix the YAML there (a bracket or quote left open, a missing ':', or a line indented "
+                            "unlike its neighbours)") from None
+
+
 def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
     """A YAML config with its ``defaults``: a list of files (relative to this one) merged first, in
     order, each with its own defaults; this file's keys then override theirs. So a variant is a base
@@ -52,7 +68,7 @@ def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
         raise CapawareError(path, "config file not found", "check the path (see configs/)")
     if path.resolve() in _seen:
         raise CapawareError(path, "its defaults include itself", "remove the cycle from the defaults lists")
-    raw = OmegaConf.load(path)
+    raw = load_yaml(path)
     bases = raw.pop("defaults", None) or []
     if isinstance(bases, str) or not all(isinstance(b, str) for b in bases):
         raise CapawareError(path, f"defaults must be a list of file names, got {bases!r}",
@@ -64,7 +80,7 @@ def compose(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
 def config_files(path: str | Path) -> list[Path]:
     """The file and every file its ``defaults`` pull in (recursively): what a run's result depends on."""
     path = Path(path)
-    bases = OmegaConf.load(path).get("defaults", None) or []
+    bases = load_yaml(path).get("defaults", None) or []
     return [path] + [f for base in bases for f in config_files(path.parent / base)]
 
 

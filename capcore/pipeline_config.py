@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from capcore import plugins
+from capcore.config import load_yaml
 from capcore.errors import CapawareError
 
 
@@ -42,7 +43,7 @@ def load_pipeline(path: str, run_dir: str | None) -> PipelineConfig:
     if not Path(path).is_file():
         raise CapawareError(path, "pipeline config not found", "pass one of configs/*/pipeline_*.yaml")
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), OmegaConf.load(path))
+        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), load_yaml(path))
     except OmegaConfBaseException as err:
         raise CapawareError(path, f"bad pipeline key: {str(err).splitlines()[0]}",
                             "the valid keys are the fields of PipelineConfig in capcore/pipeline_config.py") from None

@@ -57,6 +57,9 @@ def attribute_vectors(attributes: list[dict], groups: tuple[str, ...]) -> np.nda
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(argv):
+        print(__doc__.strip())
+        return
     if not argv:
         raise SystemExit(__doc__)
     cfg = load_config(argv[0], argv[1:])

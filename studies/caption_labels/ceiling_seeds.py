@@ -41,6 +41,9 @@ def table(seeds: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(argv):
+        print(__doc__.strip())
+        return
     if not argv:
         raise SystemExit(__doc__)
     print(table(load(argv)))

@@ -27,6 +27,25 @@ def test_mistyped_value_is_an_error():
         load_config(None, ["train.batch_size=many"])
 
 
+@pytest.mark.parametrize("text, line, column", [("stage1: [a, b\n", 2, 1), ("train:\n  epochs: 3\n bad: 1\n", 3, 2)])
+def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path, text, line, column):
+    """A stage config, its defaults and a pipeline config, each through the command line (issue #58: a 30-49 line
+    traceback before)."""
+    from capcore.pipeline_config import load_pipeline
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    variant = tmp_path / "variant.yaml"
+    variant.write_text("defaults: [bad.yaml]\nseed: 1\n")
+    for load in (lambda: load_config(bad), lambda: load_config(variant), lambda: load_pipeline(str(bad), None)):
+        with pytest.raises(CapawareError) as err:
+            load()
+        said = str(err.value)
+        assert said.startswith(f"{bad}: YAML syntax error at line {line}, column {column}: ") and "\n" not in said
+    out = subprocess.run([sys.executable, "-m", "capaware", "run", str(bad)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"error: {err.value}"], out.stderr
+
+
 def test_missing_file():
     with pytest.raises(CapawareError, match="config file not found"):
         load_config("/nonexistent/config.yaml")
