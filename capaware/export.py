@@ -15,6 +15,7 @@ from pathlib import Path
 
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
+from capdata.captions import synthetic_note
 from captioners.card import CaptionerCard
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD
 from feature_extract.backbone import load_backbone
@@ -103,11 +104,8 @@ def scores_of(run_dir: Path) -> dict:
 def trained_on(images) -> dict:
     """{"synthetic_data": what it is} when the captions the features came from are a synthetic set that says so
     (the embedded default's json does): ``capaware caption`` then tells its user what the model can name."""
-    try:
-        note = json.loads(Path(str(images)).read_text()).get("synthetic")
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {"synthetic_data": str(note)} if note else {}
+    note = synthetic_note(images)
+    return {"synthetic_data": note} if note else {}
 
 
 def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> Path:

@@ -26,6 +26,7 @@ import torch
 
 from capcore import machine
 from capcore.errors import CapawareError
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import in_split, read_captions
 from capcore.pipeline_config import Entry, jobs_of, load_pipeline
 from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
@@ -78,12 +79,13 @@ def synthetic_counts(s, track: str) -> Counts:
 
 
 @functools.lru_cache(maxsize=None)
-def caption_records(path: Path, fmt: str = "karpathy"):
+def caption_records(path: Path, fmt: str = DEFAULT_FORMAT):
     """A caption file's records, read once per plan (COCO's is 100+ MB; every captioner run asks for it)."""
     return read_captions(path, fmt)
 
 
-def karpathy_counts(path: Path, fmt: str = "karpathy") -> Counts:
+def caption_file_counts(path: Path, fmt: str = DEFAULT_FORMAT) -> Counts:
+    """Images of a caption file's train (with its format's other training splits), val and test splits."""
     records = caption_records(Path(path), fmt)
     return Counts(*(len(in_split(records, s, fmt)) for s in ("train", "val", "test")))
 
@@ -102,12 +104,12 @@ def stage_one_counts(c, given: Counts | None = None) -> Counts:
     return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
 
 
-def caption_counts(json_path: str, stage1: list, given: Counts | None = None, fmt: str = "karpathy") -> Counts:
-    """A Karpathy json's splits; before the data stage, the counts of the stage-one config that generates it;
+def caption_counts(json_path: str, stage1: list, given: Counts | None = None, fmt: str = DEFAULT_FORMAT) -> Counts:
+    """A caption file's splits; before the data stage, the counts of the stage-one config that generates it;
     ``given`` (``--counts``) for a json not on this machine."""
     path = Path(json_path)
     if path.is_file():
-        return karpathy_counts(path, fmt)
+        return caption_file_counts(path, fmt)
     for c in stage1:
         if c.data.track == "caption" and c.data.synthetic is not None and path.parent == Path(c.data.root):
             return synthetic_counts(c.data.synthetic, "caption")

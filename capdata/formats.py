@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from capcore import plugins, registry
 from capcore.errors import CapawareError
+from capdata.splits import KARPATHY_SPLITS
 
 TRACKS = ("pose", "layout", "caption")
 
@@ -49,6 +50,7 @@ class Format:
     train_splits: tuple[str, ...] = ("train",)
     synthetic: str | None = None  # "module:function" of the embedded-default generator
     title: str = ""  # how tables name the dataset's splits ("Karpathy test split"); empty: the format's name
+    splits: tuple[str, ...] = ("train", "val", "test")  # the split names its records use
 
 
 FORMATS: dict[str, Format] = {}
@@ -150,6 +152,7 @@ register_format("mpii", Format("pose", "mpii_human_pose_v1_u12_1.mat", _mpii))
 register_format("mpii_json", Format("pose", "annot", _mpii_json))
 register_format("lsun", Format("layout", "", _lsun, synthetic="capdata.synthetic.rooms:generate_rooms"))
 register_format("karpathy", Format("caption", "dataset_coco.json", _karpathy, ("train", "restval"),
-                                   synthetic="capdata.synthetic.shapes_captions:generate_captions", title="Karpathy"))
+                                   synthetic="capdata.synthetic.shapes_captions:generate_captions", title="Karpathy",
+                                   splits=KARPATHY_SPLITS))
 register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval"),
-                                        title="COCO-format"))
+                                        title="COCO-format", splits=KARPATHY_SPLITS))

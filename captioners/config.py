@@ -12,6 +12,7 @@ from typing import Optional
 
 from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_schema
 from capcore.fingerprint import added_later, bookkeeping
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.formats import formats_of
 from captioners.core_registry import CORES
 
@@ -19,7 +20,7 @@ from captioners.core_registry import CORES
 @dataclass
 class CapDataConfig:
     json: str = "data/synthetic/captions/dataset_coco.json"  # caption file: prepro input, validation refs
-    format: str = added_later(default="karpathy")  # its caption format (capdata.captions): karpathy | coco_captions
+    format: str = added_later(default=DEFAULT_FORMAT)  # its caption format: a name of capdata.formats' table
     prepro_dir: str = "runs/demo/captions"  # vocab.json + labels.h5 (written by captioners.prepro if absent)
     word_count_threshold: int = 5  # prepro: words seen <= this many times in training captions -> UNK
     max_length: int = 16  # prepro: captions truncated to this many tokens

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from capcore.errors import CapawareError
 from captioners.discriminative import discriminativeness
-from eval.caption_refs import load_refs
+from capdata.captions import read_references
 
 
 def metrics_section(preds: dict[int, str], refs_path: str | Path, fmt: str | None = None) -> dict:
@@ -16,7 +16,7 @@ def metrics_section(preds: dict[int, str], refs_path: str | Path, fmt: str | Non
     training references (train + restval) of a caption file with splits, and is None for a bare COCO captions file."""
     train, note = None, None
     try:
-        refs = load_refs(refs_path, "train", fmt)
+        refs = read_references(refs_path, "train", fmt)
         if refs.split is not None:  # a caption file with splits; a bare COCO captions file has none
             train = [c for caps in refs.refs.values() for c in caps]
         else:

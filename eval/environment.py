@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capcore.errors import CapawareError
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from eval import captions_java as jv
 
 JAVA_STAGES = ("captioners", "rl")
@@ -110,7 +111,7 @@ def feature_bytes(cfg, n_images: int) -> int:
     return n_images * (cfg.att_size ** 2 + 1) * channels * per_value
 
 
-def caption_images(path: str | Path, splits: list[str], fmt: str = "karpathy") -> int | None:
+def caption_images(path: str | Path, splits: list[str], fmt: str = DEFAULT_FORMAT) -> int | None:
     """Images of ``splits`` (all when empty) in a caption file; None when it cannot be read (the features stage
     names a bad file in its own line)."""
     from capdata.captions import read_captions
@@ -164,13 +165,14 @@ def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
 
 
 def caption_graph_images(cfg) -> int | None:
-    """Training images of a caption-track stage-one config on a real Karpathy json; None otherwise."""
-    from capdata.formats import train_splits
+    """Training images of a caption-track stage-one config on a real caption file (any caption format); None
+    otherwise."""
+    from capdata.formats import format_of, train_splits
 
-    if cfg.data.track != "caption" or cfg.data.format != "karpathy" or cfg.data.synthetic is not None:
+    if cfg.data.track != "caption" or cfg.data.synthetic is not None:
         return None
-    path = Path(cfg.data.root) / (cfg.data.annotation or "dataset_coco.json")
-    return caption_images(path, list(train_splits(cfg.data))) if path.is_file() else None
+    path = Path(cfg.data.root) / (cfg.data.annotation or format_of(cfg.data).annotation)
+    return caption_images(path, list(train_splits(cfg.data)), cfg.data.format) if path.is_file() else None
 
 
 def check_graph_memory(cfgs: list, memory: int | None, processes: int = 1) -> list[CapawareError]:

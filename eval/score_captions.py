@@ -41,9 +41,10 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
+from capdata.captions import read_references
 from captioners.discriminative import simple_tokenize
 from eval import captions_java as jv
-from eval.caption_refs import load_preds, load_refs
+from eval.caption_refs import load_preds
 from eval.captions_discriminative import metrics_section
 
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE")
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
 
     preds = load_preds(a.preds)
-    found = load_refs(a.refs, a.split, a.format)
+    found = read_references(a.refs, a.split, a.format)
     refs, split = found.refs, found.split  # split None: a file without splits (COCO's own captions_*.json)
     check_coverage(preds, refs, a.preds, a.refs, split)
     n_split = len(refs) if split else len(set(preds) & set(refs))

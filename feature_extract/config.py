@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from capcore.config import ConfigChecks, load_schema
 from capcore.fingerprint import added_later
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.formats import formats_of
 
 
@@ -28,7 +29,7 @@ class BackboneConfig:
 @dataclass
 class ImagesConfig:
     karpathy: str = ""  # a caption file (a Karpathy dataset_*.json by default); images at image_root/filepath/filename
-    format: str = added_later(default="karpathy")  # the caption file's format (capdata.captions)
+    format: str = added_later(default=DEFAULT_FORMAT)  # the caption file's format (capdata.captions)
     image_root: str = ""  # Karpathy only; empty: the json's folder
     splits: list[str] = field(default_factory=list)  # Karpathy splits kept, in file order; empty: all
     folder: str = ""  # or: every image under this folder (recursive, sorted); ids from file names

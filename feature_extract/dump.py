@@ -34,6 +34,7 @@ from tqdm import tqdm
 from capcore.cpu_isa import cpu_isa
 from capcore.device import pick_device
 from capcore.errors import CapawareError
+from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.images import check_images_exist
 from embedder.data import IMAGENET_MEAN, IMAGENET_STD
 from feature_extract import h5io
@@ -128,7 +129,7 @@ def identity_attrs(cfg, info, images, channels: int, precision: str | None = Non
             "dtype": cfg.dtype, "compression": cfg.compression, "precision": precision or cfg.precision,
             "images": images.source, "image_root": images.root, "splits": h5io.splits_attr(cfg.images.splits),
             "images_sha256": images.sha256(), "n_images": len(images),
-            **({"images_format": cfg.images.format} if cfg.images.format != "karpathy" else {})}
+            **({"images_format": cfg.images.format} if cfg.images.format != DEFAULT_FORMAT else {})}
 
 
 def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:

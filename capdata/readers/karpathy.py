@@ -24,8 +24,7 @@ from capcore.errors import CapawareError
 from capdata.images import check_images_exist
 from capdata.readers.entries import check_entry, entry_error
 from capdata.records import CaptionRecords
-
-KARPATHY_SPLITS = ("train", "restval", "val", "test")
+from capdata.splits import KARPATHY_SPLITS
 
 __all__ = ["read_karpathy", "check_images_exist", "read_json_file", "KARPATHY_SPLITS"]
 

@@ -28,7 +28,7 @@ def test_counts_come_from_the_json_or_from_the_generator_that_will_write_it(tmp_
     images = [{"split": s, "filename": f"{i}.jpg", "cocoid": i, "sentences": [{"tokens": ["a", "dog"]}]}
               for i, s in enumerate(["train"] * 3 + ["restval"] * 2 + ["val"] + ["test"] * 4)]
     (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": images}))
-    assert plan.karpathy_counts(tmp_path / "dataset_coco.json") == Counts(5, 1, 4)
+    assert plan.caption_file_counts(tmp_path / "dataset_coco.json") == Counts(5, 1, 4)
     synth = type("S", (), {"n_train": 120, "n_test": 30, "n_val": None})
     assert plan.synthetic_counts(synth, "caption") == Counts(120, 12, 30)  # val: n_train / 10, as the generator
     assert plan.synthetic_counts(synth, "pose") == Counts(120, 0, 30)

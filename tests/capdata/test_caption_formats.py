@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from capdata.captions import detect_format, image_files, in_split, read_captions, references, train_splits
+from capdata.captions import (
+    detect_format,
+    image_files,
+    in_split,
+    read_captions,
+    read_references,
+    references,
+    train_splits,
+)
 from capdata.synthetic.coco_release import generate_coco_release
-from eval.caption_refs import load_refs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,8 +48,8 @@ def test_coco_captions_with_a_split_file_read_as_karpathys_json(release):
 def test_the_same_predictions_score_the_same_against_either_format(release):
     from eval.score_captions import score_captions
 
-    refs_k, fmt_k, _ = load_refs(release / "dataset_coco.json", "test")
-    refs_c, fmt_c, _ = load_refs(release / "coco_splits.json", "test")
+    refs_k, fmt_k, _ = read_references(release / "dataset_coco.json", "test")
+    refs_c, fmt_c, _ = read_references(release / "coco_splits.json", "test")
     assert (fmt_k, fmt_c) == ("karpathy", "coco_captions") and refs_k == refs_c
     preds = {i: refs[-1] for i, refs in sorted(refs_k.items())}  # each image's last reference as its caption
     preds[min(preds)] = "a cat on a mat"  # and one wrong one, so the scores are not all perfect
@@ -78,6 +85,29 @@ def test_no_module_reads_a_caption_file_but_through_the_caption_view():
     assert parsers == []
 
 
+def test_outside_capdata_no_product_module_spells_a_caption_format_or_reads_a_caption_file():
+    """Issue #58: formats are asked of the table (capdata.formats) and the records, never compared or defaulted by
+    name, and caption files are read by capdata alone: no string "karpathy", "coco_captions" or "coco" in the
+    product's code outside capdata, no caption reader imported, no caption file's keys looked up."""
+    import ast
+
+    product = ("capaware", "capcore", "captioners", "embedder", "feature_extract", "rl", "eval")
+    spelled, reads = [], []
+    for path in (p for pkg in product for p in sorted((ROOT / pkg).rglob("*.py"))):
+        tree = ast.parse(path.read_text())
+        where = path.relative_to(ROOT)
+        spelled += [f"{where}:{n.lineno}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and n.value in ("karpathy", "coco_captions", "coco")]
+        reads += [f"{where}:{n.lineno} imports {n.module}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  and n.module in ("capdata.readers.karpathy", "capdata.readers.coco_captions")]
+        keys = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript)]  # x["images"], x.get("images")
+        keys += [n.args[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "get"]
+        reads += [f"{where}:{k.lineno} looks up {k.value!r}" for k in keys
+                  if isinstance(k, ast.Constant) and k.value in ("sentences", "annotations", "imgid", "cocoid")]
+    assert spelled == [] and reads == [], spelled + reads
+
+
 @pytest.mark.parametrize("annotation, fmt, title", [("dataset_coco.json", "karpathy", "Karpathy test split"),
                                                     ("coco_splits.json", "coco_captions", "COCO-format test split")])
 def test_the_scoring_command_records_the_split_of_every_format_so_table1_finds_g_and_d(release, tmp_path,
@@ -90,7 +120,7 @@ def test_the_scoring_command_records_the_split_of_every_format_so_table1_finds_g
     from eval import score_captions
     from eval.reporting.results_table import read_grounding, split_title
 
-    refs = load_refs(release / annotation, "test", fmt).refs
+    refs = read_references(release / annotation, "test", fmt).refs
     preds = tmp_path / "preds_test.json"
     preds.write_text(json.dumps([{"image_id": i, "caption": r[-1]} for i, r in sorted(refs.items())]))
     metrics = tmp_path / "metrics_test.json"

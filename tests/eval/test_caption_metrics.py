@@ -11,7 +11,8 @@ import pytest
 
 from capcore.errors import CapawareError, run_cli
 from eval import captions_java as jv
-from eval.caption_refs import load_preds, load_refs
+from capdata.captions import read_references
+from eval.caption_refs import load_preds
 from eval.score_captions import main, score_captions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scored(files, tmp_path_factory):
     _, refs, _ = files
-    gts = load_refs(refs, "test").refs
+    gts = read_references(refs, "test").refs
     empty = tmp_path_factory.mktemp("no_corenlp")  # SPICE's models surely absent here
     started = []
     real_popen = jv.subprocess.Popen
@@ -64,14 +65,14 @@ def scored(files, tmp_path_factory):
 
 def test_refs_from_karpathy_and_coco_formats(files, tmp_path):
     _, refs, _ = files
-    gts, fmt, split = load_refs(refs, "test")
+    gts, fmt, split = read_references(refs, "test")
     assert (fmt, split) == ("karpathy", "test") and sorted(gts) == TEST_IDS
     assert gts[1][1] == "A brown dog, running outside!"
-    assert sorted(load_refs(refs, "all")[0]) == [1, 2, 3, 4, 5]
+    assert sorted(read_references(refs, "all")[0]) == [1, 2, 3, 4, 5]
     coco = tmp_path / "captions_val2014.json"
     coco.write_text(json.dumps({"images": [{"id": 5}], "annotations": [
         {"image_id": 5, "id": 1, "caption": "A cat."}, {"image_id": 5, "id": 2, "caption": "Some cat"}]}))
-    assert load_refs(coco) == ({5: ["A cat.", "Some cat"]}, None, None)  # no format of the table, no splits
+    assert read_references(coco) == ({5: ["A cat.", "Some cat"]}, None, None)  # no format of the table, no splits
 
 
 @needs_java
@@ -171,14 +172,14 @@ def test_bad_predictions_are_one_line_errors(files, tmp_path):
     dup.write_text(json.dumps([{"image_id": 1, "caption": "a"}, {"image_id": 1, "caption": "b"}]))
     with pytest.raises(CapawareError, match="more than one prediction"):
         load_preds(dup)
-    gts = load_refs(refs, "test").refs
+    gts = read_references(refs, "test").refs
     with pytest.raises(CapawareError, match="no references"):
         score_captions({99: "a dog"}, gts, meteor=False, spice=False, tokenizer="simple")
 
 
 def test_without_java_ptb_is_an_error_and_simple_tokenizer_still_scores(files, monkeypatch):
     _, refs, _ = files
-    gts = load_refs(refs, "test").refs
+    gts = read_references(refs, "test").refs
     monkeypatch.setattr(jv, "java_info", lambda: None)
     with pytest.raises(CapawareError, match="no Java runtime"):
         score_captions(PREDS, gts)
