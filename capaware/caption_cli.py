@@ -51,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto (a GPU when there is one) | cpu | cuda")
     p.add_argument("--precision", default="auto", help="auto (bfloat16 only where native) | float32 | bfloat16")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--ids", choices=("names", "positions"), default="names",
+                   help="image ids in --out: names (the file names' trailing digits, as COCO's; names with and "
+                        "without them are refused) | positions (0..n-1 in the order captioned)")
     return p
 
 
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     captioner = ImageCaptioner.load(a.model, a.device, a.precision)
     if captioner.file.provenance.get("synthetic_data"):
         print(f"note: this model learned from {captioner.file.provenance['synthetic_data']}", file=sys.stderr)
-    ids = dict(zip(map(str, paths), folder_ids(paths).tolist()))
+    numbers = folder_ids(paths, "pass --ids positions").tolist() if a.ids == "names" else range(len(paths))
+    ids = dict(zip(map(str, paths), numbers))
     done, skipped = [], []
     start = time.perf_counter()
     for k, c in enumerate(captioner.run(paths, a.beam, a.batch_size, attention=bool(a.attention),

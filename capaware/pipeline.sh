@@ -87,7 +87,8 @@ run=$(plan run-dir)
 from=${from:-${stages[0]}} to=${to:-${stages[-1]}}
 index() { local i; for i in "${!stages[@]}"; do [[ ${stages[$i]} == "$1" ]] && { echo "$i"; return; }; done
   echo "error: unknown stage '$1'; stages: ${stages[*]}" >&2; exit 2; }
-lo=$(index "$from") hi=$(index "$to")
+lo=$(index "$from") || exit 2  # one line names the unknown stage; nothing after it runs
+hi=$(index "$to") || exit 2
 # what the stages still to run need (Java, weights, data folders, disk): checked in seconds, not hours in
 force_arg=()
 ((force)) && force_arg=(--force)

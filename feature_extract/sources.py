@@ -70,15 +70,27 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def folder_ids(paths: list[Path]) -> np.ndarray:
-    """Trailing digits of the file names (COCO_val2014_000000391895.jpg -> 391895) when they are
-    present and unique, so ids match the COCO annotations; otherwise the position in sorted order."""
+def folder_ids(paths: list[Path], other_fix: str = "caption them as two folders") -> np.ndarray:
+    """Trailing digits of the file names (COCO_val2014_000000391895.jpg -> 391895), so ids match the COCO
+    annotations; when no name ends in digits, the position in sorted order. Names of both kinds, or two names
+    ending in the same number, are refused in one line: ids half from names and half from positions (or
+    renumbered) would be scored against the wrong references without a word."""
     found = [re.search(r"(\d+)$", p.stem) for p in paths]
-    if all(found):
-        ids = np.array([int(m.group(1)) for m in found], dtype=np.int64)
-        if len(np.unique(ids)) == len(ids):
-            return ids
-    return np.arange(len(paths), dtype=np.int64)
+    if not any(found):
+        return np.arange(len(paths), dtype=np.int64)
+    plain = [p for p, m in zip(paths, found) if m is None]
+    if plain:
+        numbered = next(p for p, m in zip(paths, found) if m is not None)
+        raise CapawareError(plain[0].parent, f"{len(paths) - len(plain)} image names end in digits (an image id, as "
+                            f"{numbered.name}) and {len(plain)} do not (as {plain[0].name})",
+                            f"name every image alike (all ending in its id, or none), or {other_fix}")
+    ids = np.array([int(m.group(1)) for m in found], dtype=np.int64)
+    values, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        twins = [p.name for p, i in zip(paths, ids) if i == values[counts > 1][0]][:2]
+        raise CapawareError(paths[0].parent, f"{' and '.join(twins)} end in the same number, so they would share "
+                            "an image id", "rename one of them")
+    return ids
 
 
 def resize(image: Image.Image, policy: str, size: int) -> Image.Image:

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 from tqdm import tqdm
 
-from capcore.errors import run_cli
+from capcore.errors import CapawareError, run_cli
 from capdata.synthetic.drawing import SHAPES_WORLD, check_args, item_rng, save_image, write_json
 from capdata.synthetic.shapes_captions import N_CAPTIONS, make_captions, render_scene, sample_scene, split_sizes
 
@@ -110,6 +110,10 @@ def generate_coco_release(out: str | Path, n_train: int = 40, n_val: int = 8, n_
     out = Path(out).resolve()
     check_args("generate_coco_release", seed=seed, size=size, min_size=32, n_train=n_train, n_val=n_val,
                n_test=n_test)
+    if not PIPELINE.is_file():  # checked before anything is written: no half-written tree
+        raise CapawareError(PIPELINE, "the COCO pipeline config this rehearsal copies is not here: configs/ ships "
+                            "with the checkout, not with a plain pip install",
+                            "run this command from a clone of capaware (git clone, then pip install -e .)")
     coco = out / "coco"
     entries = write_images(coco, n_train, n_val, n_test, seed, size)
     write_weights(out / "torch" / "hub" / "checkpoints" / WEIGHTS, seed)

@@ -172,6 +172,9 @@ def test_users_folder_with_odd_and_bad_files(trained, model_file, tmp_path, caps
     good = good_images(folder)
     bad = bad_images(folder / "bad")
     args = ["caption", "--model", str(model_file), str(folder), "--no-progress"]
+    with pytest.raises(CapawareError, match="--ids positions"):  # names with and without an id: asked, not guessed
+        cli_main(args)
+    args.append("--ids=positions")
     with pytest.raises(CapawareError, match="--skip-bad") as err:  # stops at the first bad file, named
         cli_main(args)
     assert err.value.where in {str(p) for p in bad.values()}

@@ -44,6 +44,13 @@ def test_a_bad_stage_config_is_refused_before_anything_runs(tmp_path):
     assert "train.epochs" in out.stderr and not (tmp_path / "run" / "logs" / "data.log").exists()
 
 
+def test_an_unknown_stage_name_is_one_line_and_nothing_runs(tmp_path):
+    out = pipeline(tiny_config(tmp_path), tmp_path / "run", "--from", "feature")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: unknown stage 'feature'; stages: data stage1 features captioners rl scores report"], out.stderr
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory) -> tuple[Path, Path]:
     return build_upstream(tmp_path_factory.mktemp("pipeline"))

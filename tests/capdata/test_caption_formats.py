@@ -133,3 +133,14 @@ def test_the_scoring_command_records_the_split_of_every_format_so_table1_finds_g
                                                               "distinct_fraction_real": 0.5}))
     assert read_grounding(metrics, report["split"])["G"] == 3.25
     assert split_title({"split": report["split"], "caption_format": report["caption_format"]}) == title
+
+
+def test_the_rehearsal_outside_a_checkout_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    """A plain `pip install .` has no configs/ (issue #58: a traceback and a half-written tree before)."""
+    import capdata.synthetic.coco_release as coco_release
+
+    installed = tmp_path / "site-packages" / "configs" / "paper" / "pipeline_coco.yaml"  # what a plain install has
+    monkeypatch.setattr(coco_release, "PIPELINE", installed)
+    with pytest.raises(CapawareError, match="configs/ ships with the checkout") as err:
+        coco_release.generate_coco_release(tmp_path / "rehearsal")
+    assert "git clone" in err.value.fix and not (tmp_path / "rehearsal").exists()
