@@ -29,6 +29,7 @@ from capcore.errors import CapawareError
 from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import in_split, read_captions
 from capcore.pipeline_config import Entry, jobs_of, load_pipeline
+from embedder.backbones import width
 from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
 from capaware.plan_prices import Prices
 
@@ -36,7 +37,6 @@ GRAPH_CORE_SECONDS_AT_20K, GRAPH_GROWTH = 0.099, 0.54
 """The caption graph's CPU seconds per image at N = 20,000 (49.5 ms wall on 2 processes) and its growth with N
 (N^0.54 between 10,000 and 20,000): benchmarks/results/bench_caption_graph_scale.txt, a 2-core AMD EPYC (Zen 5)."""
 
-WIDE = ("resnet50", "resnet101", "resnet152")
 
 
 @dataclass
@@ -245,7 +245,7 @@ class Planner:
         """(regions, channels) of the feature set a captioner reads by name (img -> img.h5)."""
         for c in self.features:
             if Path(c.out).stem == name:
-                return c.att_size ** 2, 2048 if self.arch_of(c) in WIDE else 512
+                return c.att_size ** 2, width(self.arch_of(c))
         return 196, 2048
 
     # -- stage three --------------------------------------------------------------------------------------

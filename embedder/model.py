@@ -48,11 +48,22 @@ class Embedder(nn.Module):
         self.trunk = trunk
         self.head = nn.Linear(self.feat_dim, embed_dim)
 
+    norm = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))  # ImageNet's mean and std (embedder.backbones)
+
+    @property
+    def width(self) -> int:
+        """Channels of the layer4 map (512 or 2048): the backbone table's ``width``."""
+        return self.feat_dim
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """layer4 activations [B, C, H/32, W/32]: what stage two pools into att/fc features."""
         t = self.trunk
         x = t.maxpool(t.relu(t.bn1(t.conv1(x))))
         return t.layer4(t.layer3(t.layer2(t.layer1(x))))
+
+    def features_and_vector(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        """As every backbone of ``embedder.backbones``: the map, and None for "the pooled vector is its mean"."""
+        return self.features(x), None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x))

@@ -37,8 +37,6 @@ from eval import captions_java as jv
 JAVA_STAGES = ("captioners", "rl")
 """Stages whose commands score captions with Java tools (capaware.stage: eval.score_captions)."""
 
-WIDE = ("resnet50", "resnet101", "resnet152")
-"""Trunks with a 2048-channel layer4; the others (resnet10, 18, 34) have 512."""
 
 
 def inside(path: str | Path, run_dir: str | Path) -> bool:
@@ -105,8 +103,10 @@ def check_stage_one(cfgs: list, run_dir: str) -> list[CapawareError]:
 
 def feature_bytes(cfg, n_images: int) -> int:
     """Upper bound of one feature file: att grid plus the pooled vector per image, at the storage dtype."""
-    arch = cfg.backbone.arch or "resnet101"  # a checkpoint's trunk is read later; assume the widest
-    channels = 2048 if arch in WIDE else 512
+    from embedder.backbones import width
+
+    arch = cfg.backbone.arch or "resnet101"  # a checkpoint's trunk is read later; assume a 2048-channel one
+    channels = width(arch)
     per_value = 2 if cfg.dtype == "float16" else 4
     return n_images * (cfg.att_size ** 2 + 1) * channels * per_value
 

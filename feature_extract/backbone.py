@@ -1,4 +1,5 @@
-"""Load the network whose layer4 map becomes the features: ImageNet weights or a capaware checkpoint.
+"""Load the network whose last map becomes the features: a ResNet with ImageNet weights or from a capaware
+checkpoint, or any other backbone of ``embedder.backbones`` (timm, torchvision) with a weight file from disk.
 
 Only the trunk is loaded (the embedding head plays no part in stage two). What is loaded is described
 by a ``BackboneInfo`` whose fields become attributes of the features file: they are how a resumed
@@ -13,6 +14,7 @@ import torch
 
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
+from embedder.backbones import backbone, load_weights
 from embedder.model import ARCHS, Embedder, imagenet_weight_file
 
 
@@ -44,10 +46,26 @@ def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> N
                             f"{len(unexpected)} unexpected, e.g. {(missing + unexpected)[0]})", fix)
 
 
-def load_backbone(cfg) -> tuple[Embedder, BackboneInfo]:
+def load_other(cfg):
+    """A backbone of the table that is not a ResNet: built by its entry, its weights from ``backbone.weights``
+    (a timm, Hugging Face or torch file; never downloaded)."""
+    if cfg.checkpoint != "imagenet":
+        raise CapawareError("backbone.checkpoint", f"a capaware checkpoint of a {cfg.arch} trunk: stage one trains "
+                            f"ResNets ({', '.join(ARCHS)})", "set backbone.checkpoint=imagenet and backbone.weights "
+                            "to the model's weight file")
+    if not cfg.weights:
+        raise CapawareError("backbone.weights", f"{cfg.arch} needs its weight file and capaware never downloads",
+                            "set backbone.weights to a .safetensors, .pth or .bin file of the model (timm's or "
+                            "Hugging Face's files load as they are)")
+    trunk = backbone(cfg.arch).build()
+    load_weights(trunk, cfg.weights, cfg.arch)
+    return trunk.eval(), BackboneInfo("pretrained", "", cfg.arch, str(cfg.weights), file_sha256(Path(cfg.weights)))
+
+
+def load_backbone(cfg) -> tuple[torch.nn.Module, BackboneInfo]:
     """The trunk in eval mode on CPU, and what it is. ``cfg`` is the ``backbone`` config section."""
-    if cfg.arch is not None and cfg.arch not in ARCHS:
-        raise CapawareError("backbone.arch", f"unknown architecture {cfg.arch!r}", f"use one of {', '.join(ARCHS)}")
+    if cfg.arch is not None and backbone(cfg.arch).family != "resnet":
+        return load_other(cfg)
     if cfg.checkpoint == "imagenet":
         if cfg.arch is None:
             raise CapawareError("backbone.arch", "imagenet weights need an architecture",

@@ -36,7 +36,6 @@ from capcore.device import pick_device
 from capcore.errors import CapawareError
 from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.images import check_images_exist
-from embedder.data import IMAGENET_MEAN, IMAGENET_STD
 from feature_extract import h5io
 from feature_extract.backbone import load_backbone
 from feature_extract.row_labels import label_of
@@ -83,7 +82,8 @@ class Extractor:
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         self.model = model.to(device).to(memory_format=self.memory_format)
         self.device, self.att_size, self.precision = device, att_size, precision
-        self.mean, self.std = IMAGENET_MEAN.to(device), IMAGENET_STD.to(device)
+        mean, std = getattr(model, "norm", ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)))  # the backbone's own
+        self.mean, self.std = (torch.tensor(v).view(1, 3, 1, 1).to(device) for v in (mean, std))
 
     @torch.inference_mode()
     def __call__(self, images: list[torch.Tensor],
@@ -95,8 +95,10 @@ class Extractor:
         cast = (torch.autocast(self.device.type, dtype=AUTOCAST[self.precision])
                 if self.precision in AUTOCAST else contextlib.nullcontext())
         with cast:
-            fmap = self.model.features(x)
+            fmap, vector = self.model.features_and_vector(x)
         att, fc = pool(fmap, self.att_size)
+        if vector is not None:  # a ViT's class token (or its model's own pooling), not the map's mean
+            fc = vector.float()
         return att.to(dtype).cpu(), fc.to(dtype).cpu()
 
 
@@ -141,7 +143,7 @@ def dump(cfg, command: str, force: bool = False, progress: bool = True) -> dict:
     model, info = load_backbone(cfg.backbone)
     device = pick_device(cfg.device)
     extract = Extractor(model, device, cfg.att_size, cfg.precision, cfg.channels_last)
-    n, hw, c = len(images), cfg.att_size ** 2, model.feat_dim
+    n, hw, c = len(images), cfg.att_size ** 2, model.width
     attrs = identity_attrs(cfg, info, images, c, precision=extract.precision)
     partial = h5io.partial_path(out)
     if force:
