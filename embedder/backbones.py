@@ -43,16 +43,16 @@ def register_backbone(name: str, build: Callable[[], object], family: str = "plu
     return registry.add(BACKBONES, name, Backbone(name, family, build, known_width), "backbone")
 
 
+RESNETS = {"resnet10": 512, "resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
+"""The ResNets stage one trains and splits by stage (embedder.model), with their layer4 widths. resnet10 is ResNet-18
+with one block per stage (the CPU demo's trunk; no ImageNet weights exist for it)."""
+
+
 def _resnet(name: str) -> Callable[[], object]:
-    def build():
-        from embedder.model import Embedder
-
-        return Embedder(name, 1)
-    return build
+    return lambda: registry.imported("embedder.model:Embedder")(name, 1)  # by name: the table stays torch-free
 
 
-for _name, _width in (("resnet10", 512), ("resnet18", 512), ("resnet34", 512), ("resnet50", 2048),
-                      ("resnet101", 2048), ("resnet152", 2048)):
+for _name, _width in RESNETS.items():
     register_backbone(_name, _resnet(_name), "resnet", _width)
 
 
@@ -87,9 +87,14 @@ def _grid_trunk_base():
 
     class GridTrunk(nn.Module):
         """A network as stage two reads it: ``features_and_vector(x)`` -> (last map [B, C, h, w], pooled vector
-        [B, C] or None for the map's mean), ``width`` C and ``norm`` (mean, std) of its input."""
+        [B, C] or None for the map's mean), ``width`` C and ``norm`` (mean, std) of its input; called, the pooled
+        vector (what stage one's head embeds)."""
         width: int
         norm = IMAGENET_NORM
+
+        def forward(self, x):
+            grid, vector = self.features_and_vector(x)
+            return grid.mean((2, 3)) if vector is None else vector
 
     return GridTrunk
 

@@ -20,6 +20,7 @@ from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
 from capdata.config import DataConfig
 from capdata.formats import TRACKS, formats_of
+from embedder.backbones import RESNETS, backbone
 from embedder.losses.registry import LOSSES
 
 
@@ -47,7 +48,8 @@ class ModelConfig:
     arch: str = "resnet18"  # resnet10 | resnet18 | resnet34 | resnet50 | resnet101
     embed_dim: int = 128
     init: str = "none"  # none | imagenet | path to a capaware checkpoint
-    weights: str = ""  # local torchvision weights file for init=imagenet (no download at run time)
+    weights: str = ""  # init=imagenet: a local weight file (torchvision's for a ResNet; for a timm:/torchvision:
+    # backbone its .safetensors/.pth/.bin, as timm or Hugging Face ship it); never downloaded
 
 
 # The rows of Kim et al.'s Fig. 3, written once. A config names one as ``{row: "L(Triplet)+M(Dense)",
@@ -197,9 +199,10 @@ class Stage1Config(RunConfig):
 # so that a typo stops the run before a graph is built or a step is trained.
 LAYOUT_LABELS = ("auto", "surfaces", "regions")
 SPACES = ("wmd", "tfidf")
-ARCHS = ("resnet10", "resnet18", "resnet34", "resnet50", "resnet101")
-"""resnet10 (one basic block per stage, half ResNet-18's step; embedder.model.resnet10) is the CPU demo's
-trunk; it has no ImageNet weights. The others are torchvision's."""
+ARCHS = tuple(RESNETS)
+"""The ResNets (embedder.backbones.RESNETS): resnet10 (one basic block per stage, half ResNet-18's step;
+embedder.model.resnet10) is the CPU demo's trunk, without ImageNet weights; the others are torchvision's. Any other
+name of the backbone table (timm:NAME, torchvision:NAME, a plugin's) trains whole."""
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
@@ -223,6 +226,19 @@ def _positive_number(text: str) -> bool:
         return False
 
 
+def check_other_backbone(cfg, c: ConfigChecks) -> None:
+    """A trunk that is not a ResNet (timm:NAME, torchvision:NAME, a plugin's): a name the backbone table knows,
+    trained whole (its stages are not split), so no stage to freeze and only ``trunk`` and ``head`` rates."""
+    try:
+        backbone(cfg.model.arch, "model.arch")
+    except CapawareError as err:
+        c.need(False, "model.arch", err.problem, err.fix)
+    c.need(cfg.train.freeze == "none", "train.freeze", f"{cfg.model.arch} trains whole (only the ResNets' stages "
+           "are split)", "set train.freeze=none")
+    c.need(set(cfg.train.layer_lr) <= {"trunk", "head"}, "train.layer_lr", f"{cfg.model.arch} has two stages, "
+           "trunk and head", "give train.layer_lr only those keys")
+
+
 def check(cfg, c: ConfigChecks) -> None:
     """Every value of a loaded stage-one config that no stage could use, into ``c``."""
     choice, positive = c.choice, c.positive
@@ -240,13 +256,15 @@ def check(cfg, c: ConfigChecks) -> None:
             c.at_least(f"{prefix}.synthetic.n_val", data.synthetic.n_val, 0)
         positive(f"{prefix}.input_size", data.input_size)
     choice("captions.space", cfg.captions.space, SPACES)
-    choice("model.arch", cfg.model.arch, ARCHS)
+    if cfg.model.arch not in ARCHS:
+        check_other_backbone(cfg, c)
     positive("model.embed_dim", cfg.model.embed_dim)
     t = cfg.train
     choice("train.optimizer", t.optimizer, OPTIMIZERS)
     choice("train.precision", t.precision, PRECISIONS)
     choice("train.batchnorm", t.batchnorm, BATCHNORMS)
-    choice("train.freeze", t.freeze, FREEZABLE)
+    if cfg.model.arch in ARCHS:
+        choice("train.freeze", t.freeze, FREEZABLE)
     c.need(t.label_floor in LABEL_FLOORS or _positive_number(t.label_floor), "train.label_floor",
            f"{t.label_floor!r} is neither none, half_min nor a positive number", "none, half_min or e.g. 0.05")
     choice("pretrain.precision", cfg.pretrain.precision, PRECISIONS)
@@ -262,7 +280,8 @@ def check(cfg, c: ConfigChecks) -> None:
         c.need(False, "train.jitter", f"jitters pixels, but train.freeze={t.freeze} trains on maps computed once "
                "per image", "set train.freeze=none, or train.jitter=0")
     for stage, scale in t.layer_lr.items():
-        choice("train.layer_lr", stage, LR_STAGES)
+        if cfg.model.arch in ARCHS:
+            choice("train.layer_lr", stage, LR_STAGES)
         positive(f"train.layer_lr.{stage}", scale)
     if t.k >= t.batch_size:
         c.need(False, "train.k", f"{t.k} neighbours do not fit a batch of {t.batch_size} with their anchor",

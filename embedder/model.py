@@ -36,15 +36,24 @@ def torchvision_trunk(arch: str) -> ResNet:
 
 
 class Embedder(nn.Module):
-    """ResNet trunk (up to global pooling) + linear head; ``features`` exposes the layer4 map."""
+    """Trunk (up to its pooled vector) + linear head; ``features`` exposes the trunk's last map. The trunk is a
+    torchvision ResNet (``trunk.conv1`` ... ``trunk.layer4``, as every checkpoint so far holds it) or any other
+    backbone of ``embedder.backbones`` (timm, torchvision), whose stages are not split: it trains whole
+    (``train.freeze: none``) with one rate (``train.layer_lr`` keys ``trunk`` and ``head``). Stage one normalises
+    every trunk's input with ImageNet's mean and std (``embedder.data``), so ``norm`` says so for stage two."""
 
     def __init__(self, arch: str = "resnet18", embed_dim: int = 128):
         super().__init__()
-        if arch not in ARCHS:
-            raise CapawareError("model.arch", f"unknown architecture {arch!r}", f"use one of {', '.join(ARCHS)}")
-        trunk = torchvision_trunk(arch)
-        self.arch, self.feat_dim = arch, trunk.fc.in_features
-        trunk.fc = nn.Identity()
+        if arch in ARCHS:
+            trunk = torchvision_trunk(arch)
+            self.arch, self.feat_dim = arch, trunk.fc.in_features
+            trunk.fc = nn.Identity()
+        else:
+            from embedder.backbones import backbone
+
+            trunk = backbone(arch, "model.arch").build()
+            self.arch, self.feat_dim = arch, trunk.width
+        self.resnet = arch in ARCHS
         self.trunk = trunk
         self.head = nn.Linear(self.feat_dim, embed_dim)
 
@@ -56,14 +65,16 @@ class Embedder(nn.Module):
         return self.feat_dim
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        """layer4 activations [B, C, H/32, W/32]: what stage two pools into att/fc features."""
+        """The last map [B, C, h, w] (a ResNet's layer4, H/32 x W/32): what stage two pools into att/fc features."""
+        return self.features_and_vector(x)[0]
+
+    def features_and_vector(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """As every backbone of ``embedder.backbones``: the map, and the pooled vector (None: the map's mean)."""
+        if not self.resnet:
+            return self.trunk.features_and_vector(x)
         t = self.trunk
         x = t.maxpool(t.relu(t.bn1(t.conv1(x))))
-        return t.layer4(t.layer3(t.layer2(t.layer1(x))))
-
-    def features_and_vector(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
-        """As every backbone of ``embedder.backbones``: the map, and None for "the pooled vector is its mean"."""
-        return self.features(x), None
+        return t.layer4(t.layer3(t.layer2(t.layer1(x)))), None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x))
@@ -74,6 +85,11 @@ class Embedder(nn.Module):
         Both share the trunk's modules, so training the rest trains ``self.trunk``; ``frozen='none'``
         gives an empty prefix. Stage one can then embed the prefix's maps once and train the rest alone.
         """
+        if not self.resnet:
+            if frozen != "none":
+                raise CapawareError("train.freeze", f"{self.arch} trains whole: its stages are not split (only "
+                                    "the ResNets' are)", "set train.freeze=none")
+            return nn.Sequential(), self.trunk
         if frozen not in FREEZABLE:
             raise CapawareError("train.freeze", f"unknown stage {frozen!r}", f"use one of {', '.join(FREEZABLE)}")
         t = self.trunk
@@ -114,6 +130,14 @@ def imagenet_weight_file(arch: str, weights: str = "") -> Path:
 def build_model(arch: str, embed_dim: int, init: str = "none", weights: str = "") -> Embedder:
     model = Embedder(arch, embed_dim)
     if init == "none":
+        return model
+    if init == "imagenet" and not model.resnet:  # a timm or torchvision model's own file (model.weights)
+        from embedder.backbones import load_weights
+
+        if not weights:
+            raise CapawareError("model.weights", f"{arch} needs its weight file and capaware never downloads",
+                                "set model.weights to a .safetensors, .pth or .bin file of the model")
+        load_weights(model.trunk, weights, arch)
         return model
     if init == "imagenet":
         path = imagenet_weight_file(arch, weights)

@@ -13,7 +13,10 @@ from embedder.model import Embedder
 
 
 def stage_modules(model: Embedder) -> dict[str, list[torch.nn.Module]]:
-    """``train.layer_lr``'s keys -> the modules they cover (the head's group also takes the loss's parameters)."""
+    """``train.layer_lr``'s keys -> the modules they cover (the head's group also takes the loss's parameters); a
+    trunk that is not a ResNet is one stage, ``trunk``."""
+    if not model.resnet:
+        return {"trunk": [model.trunk], "head": [model.head]}
     t = model.trunk
     return {"stem": [t.conv1, t.bn1], "layer1": [t.layer1], "layer2": [t.layer2], "layer3": [t.layer3],
             "layer4": [t.layer4], "head": [model.head]}

@@ -49,10 +49,6 @@ def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> N
 def load_other(cfg):
     """A backbone of the table that is not a ResNet: built by its entry, its weights from ``backbone.weights``
     (a timm, Hugging Face or torch file; never downloaded)."""
-    if cfg.checkpoint != "imagenet":
-        raise CapawareError("backbone.checkpoint", f"a capaware checkpoint of a {cfg.arch} trunk: stage one trains "
-                            f"ResNets ({', '.join(ARCHS)})", "set backbone.checkpoint=imagenet and backbone.weights "
-                            "to the model's weight file")
     if not cfg.weights:
         raise CapawareError("backbone.weights", f"{cfg.arch} needs its weight file and capaware never downloads",
                             "set backbone.weights to a .safetensors, .pth or .bin file of the model (timm's or "
@@ -64,8 +60,8 @@ def load_other(cfg):
 
 def load_backbone(cfg) -> tuple[torch.nn.Module, BackboneInfo]:
     """The trunk in eval mode on CPU, and what it is. ``cfg`` is the ``backbone`` config section."""
-    if cfg.arch is not None and backbone(cfg.arch).family != "resnet":
-        return load_other(cfg)
+    if cfg.checkpoint == "imagenet" and cfg.arch is not None and backbone(cfg.arch).family != "resnet":
+        return load_other(cfg)  # a capaware checkpoint of any backbone goes the way of the ResNets' below
     if cfg.checkpoint == "imagenet":
         if cfg.arch is None:
             raise CapawareError("backbone.arch", "imagenet weights need an architecture",

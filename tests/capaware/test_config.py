@@ -144,7 +144,7 @@ def test_configs_live_in_one_folder_per_use():
 
 def test_a_bad_value_stops_at_load_naming_key_file_and_choices(tmp_path):
     for override, key in (("method.loss=logratio", "method.loss"), ("train.optimizer=adamw", "train.optimizer"),
-                          ("model.arch=resnet152", "model.arch"), ("data.format=lsun", "data.format"),
+                          ("model.arch=resnet19", "model.arch"), ("data.format=lsun", "data.format"),
                           ("train.k=200", "train.k")):
         with pytest.raises(CapawareError) as err:
             load_config("configs/demo/demo_pose.yaml", [override])

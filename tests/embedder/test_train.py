@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -171,3 +172,35 @@ def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, da
     b = torch.load(next((tmp_path / "killed" / "methods").iterdir()) / "model.pt", weights_only=True)
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
+
+
+def test_log_ratio_with_dense_mining_trains_a_timm_vit_and_stage_two_reads_its_checkpoint(tmp_path, data_root,
+                                                                                           in_checkout, capsys):
+    """Issue #57: any backbone of the table trains in stage one (whole: its stages are not split) and its
+    checkpoint becomes features like a ResNet's; a per-stage option it cannot honour is one line."""
+    pytest.importorskip("timm")
+    from feature_extract.backbone import load_backbone
+    from feature_extract.config import BackboneConfig
+
+    vit = ["--config", "configs/demo/demo_pose.yaml", "method.loss=log_ratio", "method.mining=dense",
+           "model.arch=timm:vit_tiny_patch16_224", *tiny_overrides(tmp_path, data_root, "vit")]
+    assert train(vit) == 0
+    method_dir = next((tmp_path / "vit" / "methods").iterdir())
+    saved = torch.load(method_dir / "model.pt", weights_only=True)
+    assert saved["arch"] == "timm:vit_tiny_patch16_224" and saved["step"] == 6
+    losses = tb_values(method_dir / "tb", "train/loss")
+    assert len(losses) == 6 and all(np.isfinite(v) for v in losses.values())
+    torch.manual_seed(0)
+    from embedder.model import Embedder
+
+    start = Embedder("timm:vit_tiny_patch16_224", 8).state_dict()  # the run's own init, seed 0 as in its config
+    moved = [k for k in start if k.startswith("trunk.") and not torch.equal(start[k], saved["model"][k])]
+    assert moved, "no trunk tensor trained"
+
+    trunk, info = load_backbone(BackboneConfig(checkpoint=str(method_dir / "model.pt")))
+    assert info.kind == "metric-learning" and info.arch == "timm:vit_tiny_patch16_224" and trunk.width == 192
+    grid, vector = trunk.features_and_vector(torch.rand(2, 3, 32, 32))
+    assert grid.shape == (2, 192, 2, 2) and vector.shape == (2, 192)  # 32 px / 16 px patches; the class token
+
+    bad = cli(vit[:-len(tiny_overrides(tmp_path, data_root, "vit"))] + ["train.freeze=layer2"], capsys)
+    one_line_error(bad, "train.freeze", "trains whole")
