@@ -6,7 +6,7 @@ Three kinds of name, one door (``backbone(name)``):
 - ``timm:NAME``: any model of timm, the field's library of backbones (ViT, DeiT, ConvNeXt, EfficientNet, CLIP-style
   image towers, ...), built with ``timm.create_model(NAME, pretrained=False)``, so nothing is downloaded;
 - ``torchvision:NAME``: a torchvision classification model (``torchvision.models.get_model``) whose last map is a
-  ``features`` block (ConvNeXt, EfficientNet, MobileNet, RegNet-free families), a ResNet-style ``layer4``, or a
+  ``features`` block (ConvNeXt, EfficientNet, MobileNet, VGG, DenseNet), a ResNet-style ``layer4``, or a
   VisionTransformer's tokens.
 
 An entry says how to build the network, its output width, how its last map becomes the captioners' inputs (a CNN
@@ -16,6 +16,7 @@ formats and cores). The table is torch-free until a network is built.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -82,7 +83,9 @@ def width(name: str) -> int:
     return int(trunk.width)
 
 
+@functools.cache
 def _grid_trunk_base():
+    """The base class of the non-ResNet trunks, made once, on first use (so that importing the table needs no torch)."""
     from torch import nn
 
     class GridTrunk(nn.Module):

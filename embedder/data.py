@@ -14,9 +14,10 @@ from tqdm import tqdm
 
 from capdata.images import load_rgb
 from capdata.records import select
+from embedder.backbones import IMAGENET_NORM
 
-IMAGENET_MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
-IMAGENET_STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+IMAGENET_MEAN = torch.tensor(IMAGENET_NORM[0]).view(1, 3, 1, 1)
+IMAGENET_STD = torch.tensor(IMAGENET_NORM[1]).view(1, 3, 1, 1)
 
 
 def split_records(records, splits: tuple[str, ...] | str):

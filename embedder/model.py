@@ -16,6 +16,7 @@ from torchvision.models.resnet import BasicBlock, ResNet
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
+from embedder.backbones import IMAGENET_NORM
 from embedder.config import ARCHS, FREEZABLE
 
 
@@ -57,7 +58,7 @@ class Embedder(nn.Module):
         self.trunk = trunk
         self.head = nn.Linear(self.feat_dim, embed_dim)
 
-    norm = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))  # ImageNet's mean and std (embedder.backbones)
+    norm = IMAGENET_NORM  # what stage one normalises every trunk's input with (embedder.data)
 
     @property
     def width(self) -> int:

@@ -36,6 +36,7 @@ from capcore.device import pick_device
 from capcore.errors import CapawareError
 from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.images import check_images_exist
+from embedder.backbones import IMAGENET_NORM
 from feature_extract import h5io
 from feature_extract.backbone import load_backbone
 from feature_extract.row_labels import label_of
@@ -82,7 +83,7 @@ class Extractor:
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         self.model = model.to(device).to(memory_format=self.memory_format)
         self.device, self.att_size, self.precision = device, att_size, precision
-        mean, std = getattr(model, "norm", ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)))  # the backbone's own
+        mean, std = getattr(model, "norm", IMAGENET_NORM)  # the backbone's own mean and std
         self.mean, self.std = (torch.tensor(v).view(1, 3, 1, 1).to(device) for v in (mean, std))
 
     @torch.inference_mode()
