@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from capaware.stage import KINDS
-from tests.repo.test_docs_paths import documents, named_modules
+from tests.repo.test_doc_names import documents, named_modules
 
 SUBCOMMANDS = ("demo", "run", "caption", "export", "score", "grounding", "plan", "doctor")
 pytestmark = pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # runpy on a module
