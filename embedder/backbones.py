@@ -219,17 +219,22 @@ def read_weight_file(path) -> dict:
     return {k[len("module."):] if k.startswith("module.") else k: v for k, v in state.items()}
 
 
-def load_weights(trunk, path, name: str) -> None:
-    """Load a weight file into a GridTrunk's network (its classifier's tensors ignored); a file that does not fit
-    is one line naming the file, the mismatch and the fix."""
-    state = {k: v for k, v in read_weight_file(path).items() if not k.startswith(CLASSIFIERS)}
-    fix = f"set backbone.arch to the model {path} holds (not {name}), or give {name}'s own weight file"
+def load_fitting(module, state: dict, where, what: str, fix: str, ignored: tuple[str, ...] = CLASSIFIERS) -> None:
+    """Load ``state`` into ``module`` (tensors under the ``ignored`` prefixes may be missing or extra: a classifier);
+    a state that does not fit is one line naming ``where``, the first mismatch and ``fix``."""
     try:
-        missing, unexpected = trunk.net.load_state_dict(state, strict=False)
+        missing, unexpected = module.load_state_dict(state, strict=False)
     except RuntimeError as err:  # same names, other shapes
         first = next((ln.strip() for ln in str(err).splitlines() if "size mismatch" in ln), "size mismatch")
-        raise CapawareError(path, f"tensors do not fit {name} ({first})", fix) from None
-    missing = [k for k in missing if not k.startswith(CLASSIFIERS)]
+        raise CapawareError(where, f"tensors do not fit {what} ({first})", fix) from None
+    missing = [k for k in missing if not k.startswith(ignored)]
+    unexpected = [k for k in unexpected if not k.startswith(ignored)]
     if missing or unexpected:
-        raise CapawareError(path, f"tensors do not fit {name} ({len(missing)} missing, {len(unexpected)} unexpected, "
-                            f"e.g. {(missing + list(unexpected))[0]})", fix)
+        raise CapawareError(where, f"tensors do not fit {what} ({len(missing)} missing, {len(unexpected)} unexpected, "
+                            f"e.g. {(missing + unexpected)[0]})", fix)
+
+
+def load_weights(trunk, path, name: str) -> None:
+    """Load a weight file into a GridTrunk's network (its classifier's tensors ignored)."""
+    load_fitting(trunk.net, read_weight_file(path), path, name,
+                 f"set backbone.arch to the model {path} holds (not {name}), or give {name}'s own weight file")

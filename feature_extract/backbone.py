@@ -14,7 +14,7 @@ import torch
 
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
-from embedder.backbones import backbone, load_weights
+from embedder.backbones import backbone, load_fitting, load_weights
 from embedder.model import ARCHS, Embedder, imagenet_weight_file
 
 
@@ -33,17 +33,8 @@ class BackboneInfo:
 
 def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> None:
     """Load trunk tensors strictly (bar the classifier ``fc``); a misfit is one CapawareError line."""
-    fix = f"set backbone.arch to the architecture that produced {Path(where).name} (not {arch})"
-    try:
-        missing, unexpected = model.trunk.load_state_dict(state, strict=False)
-    except RuntimeError as err:  # same names, other shapes
-        first = next((ln.strip() for ln in str(err).splitlines() if "size mismatch" in ln), "size mismatch")
-        raise CapawareError(where, f"tensors do not fit a {arch} trunk ({first})", fix) from None
-    missing = [k for k in missing if not k.startswith("fc.")]
-    unexpected = [k for k in unexpected if not k.startswith("fc.")]
-    if missing or unexpected:
-        raise CapawareError(where, f"tensors do not fit a {arch} trunk ({len(missing)} missing, "
-                            f"{len(unexpected)} unexpected, e.g. {(missing + unexpected)[0]})", fix)
+    load_fitting(model.trunk, state, where, f"a {arch} trunk",
+                 f"set backbone.arch to the architecture that produced {Path(where).name} (not {arch})", ("fc.",))
 
 
 def load_other(cfg):
