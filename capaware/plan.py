@@ -26,7 +26,6 @@ import torch
 
 from capcore import machine
 from capcore.errors import CapawareError
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import in_split, read_captions
 from capcore.pipeline_config import Entry, jobs_of, load_pipeline
 from embedder.backbones import width
@@ -79,15 +78,15 @@ def synthetic_counts(s, track: str) -> Counts:
 
 
 @functools.lru_cache(maxsize=None)
-def caption_records(path: Path, fmt: str = DEFAULT_FORMAT):
+def caption_records(path: Path, fmt: str | None = None):
     """A caption file's records, read once per plan (COCO's is 100+ MB; every captioner run asks for it)."""
     return read_captions(path, fmt)
 
 
-def caption_file_counts(path: Path, fmt: str = DEFAULT_FORMAT) -> Counts:
+def caption_file_counts(path: Path, fmt: str | None = None) -> Counts:
     """Images of a caption file's train (with its format's other training splits), val and test splits."""
     records = caption_records(Path(path), fmt)
-    return Counts(*(len(in_split(records, s, fmt)) for s in ("train", "val", "test")))
+    return Counts(*(len(in_split(records, s)) for s in ("train", "val", "test")))
 
 
 def stage_one_counts(c, given: Counts | None = None) -> Counts:
@@ -104,7 +103,7 @@ def stage_one_counts(c, given: Counts | None = None) -> Counts:
     return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
 
 
-def caption_counts(json_path: str, stage1: list, given: Counts | None = None, fmt: str = DEFAULT_FORMAT) -> Counts:
+def caption_counts(json_path: str, stage1: list, given: Counts | None = None, fmt: str | None = None) -> Counts:
     """A caption file's splits; before the data stage, the counts of the stage-one config that generates it;
     ``given`` (``--counts``) for a json not on this machine."""
     path = Path(json_path)
@@ -315,7 +314,7 @@ def vocabulary(data, real: bool = False) -> int:
     if not path.is_file():  # real data elsewhere: COCO's; the embedded default's shapes and colours: tens of words
         return COCO_VOCABULARY if real else 100
     records = caption_records(path, data.format)
-    counts = Counter(w for i in in_split(records, "train", data.format) for s in records.captions[i] for w in s)
+    counts = Counter(w for i in in_split(records, "train") for s in records.captions[i] for w in s)
     return sum(1 for c in counts.values() if c > data.word_count_threshold) + 1
 
 

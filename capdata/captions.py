@@ -15,9 +15,9 @@ from capcore import plugins
 from capcore.errors import CapawareError
 from capdata.formats import FORMATS, Format, Source, formats_of
 from capdata.records import CaptionRecords
+from capdata.splits import ALL
 
 DEFAULT = "karpathy"
-ALL = "all"
 
 
 def caption_format(name: str, where: str | Path = "format") -> Format:
@@ -28,27 +28,46 @@ def caption_format(name: str, where: str | Path = "format") -> Format:
     return fmt
 
 
-def read_captions(annotation: str | Path, fmt: str = DEFAULT, image_root: str | Path | None = None) -> CaptionRecords:
-    """Every image of the caption file ``annotation`` in format ``fmt`` (all splits; filter with ``in_split``)."""
+def trainable_formats() -> tuple[str, ...]:
+    """The caption formats with splits that train (a captioner's ``data.format``; a bare COCO file has none)."""
+    return tuple(name for name in formats_of("caption") if FORMATS[name].train_splits)
+
+
+def read_captions(annotation: str | Path, fmt: str | None = None,
+                  image_root: str | Path | None = None) -> CaptionRecords:
+    """Every image of the caption file ``annotation`` (all splits; filter with ``in_split``), read as format
+    ``fmt``, or as the format the file shows when none is named (``detect_format``). The records carry it."""
     annotation = Path(annotation)
-    return caption_format(fmt, annotation).read(Source(annotation.parent, annotation,
-                                                       Path(image_root) if image_root else None, None, None))
+    name = fmt or detect_format(annotation)
+    records = caption_format(name, annotation).read(Source(annotation.parent, annotation,
+                                                           Path(image_root) if image_root else None, None, None))
+    records.format = name
+    return records
 
 
-def train_splits(fmt: str = DEFAULT) -> tuple[str, ...]:
+def format_of_records(records: CaptionRecords) -> Format:
+    if records.format is None:
+        raise CapawareError("records", "caption records without a format",
+                            "read them with capdata.captions.read_captions or capdata.formats.read_records")
+    return caption_format(records.format)
+
+
+def train_splits(records: CaptionRecords) -> tuple[str, ...]:
     """The record splits that train (Karpathy's restval joins train, as is standard)."""
-    return caption_format(fmt).train_splits
+    return format_of_records(records).train_splits
 
 
-def in_split(records: CaptionRecords, split: str, fmt: str = DEFAULT) -> list[int]:
-    """Indices of the records of ``split``: a record split, ``train`` (the format's training splits) or ``all``."""
-    keep = train_splits(fmt) if split == "train" else None if split == ALL else (split,)
+def in_split(records: CaptionRecords, split: str) -> list[int]:
+    """Indices of the records of ``split``: a record split, ``train`` (the format's training splits) or ``all``
+    (also every record of a file without splits, whatever split is asked)."""
+    fmt = format_of_records(records)
+    keep = None if split == ALL or not fmt.splits else fmt.train_splits if split == "train" else (split,)
     return [i for i, s in enumerate(records.splits) if keep is None or s in keep]
 
 
-def references(records: CaptionRecords, split: str = "test", fmt: str = DEFAULT) -> dict[int, list[str]]:
+def references(records: CaptionRecords, split: str = "test") -> dict[int, list[str]]:
     """{image id: its raw reference captions} of ``split`` (``in_split``), as the scorers take them."""
-    return {int(records.image_ids[i]): list(records.raw[i]) for i in in_split(records, split, fmt)}
+    return {int(records.image_ids[i]): list(records.raw[i]) for i in in_split(records, split)}
 
 
 def image_files(records: CaptionRecords) -> dict[int, Path]:
@@ -56,65 +75,49 @@ def image_files(records: CaptionRecords) -> dict[int, Path]:
 
 
 def detect_format(path: str | Path) -> str:
-    """The caption format of a file named without one (a scorer's ``--refs``, a run's recorded references):
-    ``coco_captions`` for a split file (``captions`` and ``splits``), else ``karpathy``. A file that is neither
-    is then refused by that format's reader, in one line."""
+    """The caption format of a file named without one (a scorer's ``--refs``, a run's recorded references): the
+    first caption format of the table whose ``sniff`` knows the file. A file that cannot be parsed goes to the
+    default format, whose reader then says what is wrong with it."""
     import json
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return DEFAULT  # the reader says what is wrong with it
-    return format_of_data(data)
-
-
-def format_of_data(data) -> str:
-    """``detect_format`` of a caption file already parsed (a caller that read it need not read it again)."""
-    return "coco_captions" if isinstance(data, dict) and {"captions", "splits"} <= set(data) else DEFAULT
+        return DEFAULT
+    for name in formats_of("caption"):
+        if FORMATS[name].sniff is not None and FORMATS[name].sniff(data):
+            return name
+    raise CapawareError(path, "neither a caption file of a known format (Karpathy dataset_*.json, a COCO split "
+                        "file) nor a COCO captions_*.json",
+                        "give the Karpathy split file or COCO's annotations/captions_val2014.json, or name the "
+                        "file's format")
 
 
 class References(NamedTuple):
-    """Reference captions and where they came from: ``fmt`` is the caption format that read them (None for one
-    of COCO's own ``captions_*.json`` files, which has no splits and is not a format of the table), ``split`` the
-    split they are (None for such a file: every image of it)."""
+    """Reference captions and where they came from: ``fmt`` is the caption format that read them, ``split`` the
+    split they are (None for a file without splits, such as one of COCO's own ``captions_*.json``: every image
+    of it)."""
     refs: dict[int, list[str]]
-    fmt: str | None
+    fmt: str
     split: str | None
 
 
 def read_references(path: str | Path, split: str = "test", fmt: str | None = None) -> References:
     """References {image id: [raw captions]} of a caption file of any caption format (its ``split``, ``train``
     with the format's other training splits, or ``all``; read as ``fmt``, found from the file when not given),
-    or of one of COCO's own ``captions_*.json`` files, every image of it. What the scorers take as ``--refs``."""
-    import json
-
-    if fmt is None:
-        path = Path(path)
-        if not path.is_file():
-            raise CapawareError(path, "reference captions file not found", "check the path")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise CapawareError(path, f"not valid JSON ({err})", "rewrite the reference captions file") from None
-        if isinstance(data, dict) and isinstance(data.get("annotations"), list):  # a bare COCO captions file
-            from capdata.readers.coco_captions import read_coco_file
-
-            refs = read_coco_file(path)[1]
-            if not refs:
-                raise CapawareError(path, "no annotations", "point at a COCO captions_*.json")
-            return References(refs, None, None)
-        if not (isinstance(data, dict) and ({"images", "captions"} & set(data))):
-            raise CapawareError(path, "neither a caption file (Karpathy dataset_*.json, a COCO split file) nor a "
-                                "COCO captions_*.json",
-                                "give the Karpathy split file or COCO's annotations/captions_val2014.json")
-        fmt = format_of_data(data)
-    names = caption_format(fmt, path).splits
-    if split not in (*names, ALL):
+    or of a file without splits (one of COCO's own ``captions_*.json``), every image of it. What the scorers
+    take as ``--refs``."""
+    path = Path(path)
+    if not path.is_file():
+        raise CapawareError(path, "reference captions file not found", "check the path")
+    records = read_captions(path, fmt)
+    names = format_of_records(records).splits
+    if names and split not in (*names, ALL):
         raise CapawareError(path, f"unknown split {split!r}", f"use one of {', '.join(names)}, all")
-    refs = references(read_captions(path, fmt), split, fmt)
+    refs = references(records, split)
     if not refs:
         raise CapawareError(path, f"no images in split {split!r}", "choose another --split")
-    return References(refs, fmt, split)
+    return References(refs, records.format, split if names else None)
 
 
 def synthetic_note(path: str | Path) -> str | None:

@@ -12,7 +12,13 @@ A row holds:
 - ``read``: ``Source -> records``, one of ``capdata.records``' dataclasses;
 - ``train_splits``: the record splits that train (Karpathy's restval joins train, as is standard); the
   evaluation splits are named by the configs (``eval.query_split``, ``eval.db_split``);
-- ``synthetic``: the embedded-default generator that writes this format, when there is one.
+- ``synthetic``: the embedded-default generator that writes this format, when there is one;
+- ``splits``: the split names its records use (none: a file without splits, read whole);
+- ``sniff``: whether a parsed JSON file is one of this format, so that a file named without its format (a
+  scorer's ``--refs``) is read by the right row (``capdata.captions.detect_format``).
+
+Caption records carry the name of the row that read them (``CaptionRecords.format``), so a stage that holds
+records asks them, not its config, which splits they have and which of them train.
 
 Readers are imported when a row reads, not here: configs check ``data.format`` against this table when
 they load, and loading a config stays cheap.
@@ -50,7 +56,8 @@ class Format:
     train_splits: tuple[str, ...] = ("train",)
     synthetic: str | None = None  # "module:function" of the embedded-default generator
     title: str = ""  # how tables name the dataset's splits ("Karpathy test split"); empty: the format's name
-    splits: tuple[str, ...] = ("train", "val", "test")  # the split names its records use
+    splits: tuple[str, ...] = ("train", "val", "test")  # the split names its records use; () none: read whole
+    sniff: Callable[[Any], bool] | None = None  # is this parsed JSON a file of the format (caption formats)
 
 
 FORMATS: dict[str, Format] = {}
@@ -108,7 +115,10 @@ def read_records(data):
     the embedded default and missing)."""
     fmt = format_of(data)
     ensure_synthetic(data)
-    return fmt.read(source_of(data, fmt))
+    records = fmt.read(source_of(data, fmt))
+    if fmt.track == "caption":
+        records.format = data.format  # caption records carry their format (module docstring)
+    return records
 
 
 def train_splits(data) -> tuple[str, ...]:
@@ -141,6 +151,12 @@ def _coco_captions(s: Source):  # the annotation is the split file naming COCO's
     return read_coco_captions(s.annotation, s.image_root)
 
 
+def _coco_file(s: Source):  # one of COCO's own captions_*.json: no splits, every image of it
+    from capdata.readers.coco_captions import read_coco_file_records
+
+    return read_coco_file_records(s.annotation, s.image_root)
+
+
 def _karpathy(s: Source):
     from capdata.readers.karpathy import read_karpathy
     return read_karpathy(s.annotation, s.image_root)
@@ -151,8 +167,16 @@ register_format("pose_json", Format("pose", "poses.json", _pose_json,
 register_format("mpii", Format("pose", "mpii_human_pose_v1_u12_1.mat", _mpii))
 register_format("mpii_json", Format("pose", "annot", _mpii_json))
 register_format("lsun", Format("layout", "", _lsun, synthetic="capdata.synthetic.rooms:generate_rooms"))
+def _is_dict_with(*keys: str, without: str | None = None) -> Callable[[Any], bool]:
+    return lambda data: isinstance(data, dict) and set(keys) <= set(data) and without not in data
+
+
+# Caption formats in sniffing order: COCO's annotation files also hold an "images" list.
+register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval"),
+                                        title="COCO-format", splits=KARPATHY_SPLITS,
+                                        sniff=_is_dict_with("captions", "splits")))
+register_format("coco_file", Format("caption", "captions_val2014.json", _coco_file, (), title="COCO captions file",
+                                    splits=(), sniff=_is_dict_with("annotations")))
 register_format("karpathy", Format("caption", "dataset_coco.json", _karpathy, ("train", "restval"),
                                    synthetic="capdata.synthetic.shapes_captions:generate_captions", title="Karpathy",
-                                   splits=KARPATHY_SPLITS))
-register_format("coco_captions", Format("caption", "coco_splits.json", _coco_captions, ("train", "restval"),
-                                        title="COCO-format", splits=KARPATHY_SPLITS))
+                                   splits=KARPATHY_SPLITS, sniff=_is_dict_with("images", without="annotations")))

@@ -58,6 +58,8 @@ class CaptionRecords:
     attributes: list[dict[str, list[str]]] | None = None  # per image {group: values} (synthetic set only)
     objects: list[list[dict]] | None = None  # per image [{shape, colour, size, bbox px}] (synthetic set only)
     sizes: np.ndarray | None = None  # [N, 2] (width, height) in pixels, when the json gives them
+    format: str | None = None  # the caption format that read them (capdata.formats): their split names, the
+    # splits that train; set by the reading view (capdata.captions.read_captions, capdata.formats.read_records)
 
     def __len__(self) -> int:
         return len(self.image_paths)

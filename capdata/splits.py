@@ -2,3 +2,4 @@
 ``capdata.formats``, and the readers it calls never import each other)."""
 
 KARPATHY_SPLITS = ("train", "restval", "val", "test")  # Karpathy's json, and COCO's release with a split file
+ALL = "all"  # every record: the pseudo-split of a caption file without splits, and the view's "every split"

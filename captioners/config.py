@@ -12,8 +12,7 @@ from typing import Optional
 
 from capcore.config import PRECISIONS, ConfigChecks, RunConfig, load_schema
 from capcore.fingerprint import added_later, bookkeeping
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
-from capdata.formats import formats_of
+from capdata.captions import DEFAULT as DEFAULT_FORMAT, trainable_formats
 from captioners.core_registry import CORES
 
 
@@ -112,7 +111,7 @@ def load_captioner_config(path: str | Path | None, overrides: list[str] = ()) ->
     """Load and validate; a bad value is one CapawareError naming the key and the file."""
     cfg = load_schema(path, overrides, schema=CaptionerConfig)
     c = ConfigChecks(path, overrides)
-    c.choice("data.format", cfg.data.format, formats_of("caption"))
+    c.choice("data.format", cfg.data.format, trainable_formats())
     c.choice("model.core", cfg.model.core, tuple(CORES))
     if cfg.model.core in CORES:
         entry = CORES[cfg.model.core]

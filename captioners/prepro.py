@@ -32,7 +32,6 @@ import numpy as np
 from capcore.atomic import atomic_path, write_text
 from capcore.errors import CapawareError, run_cli
 from capcore.h5read import read_h5
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import read_captions, train_splits
 
 UNK = "UNK"
@@ -113,14 +112,14 @@ def read_labels(path: str | Path) -> Labels:
 
 
 def prepro(json_path: str | Path, out_dir: str | Path, threshold: int = 5, max_length: int = 16,
-           fmt: str = DEFAULT_FORMAT) -> dict:
+           fmt: str | None = None) -> dict:
     """Write vocab.json and labels.h5 under ``out_dir``; returns a summary dict."""
     if threshold < 0 or max_length < 1:
         raise CapawareError("prepro", f"threshold={threshold}, max_length={max_length}",
                             "threshold >= 0 and max_length >= 1")
     records = read_captions(json_path, fmt)
     out_dir = Path(out_dir)
-    train = np.isin(records.splits, train_splits(fmt))
+    train = np.isin(records.splits, train_splits(records))
     train_caps = [toks for i in np.flatnonzero(train) for toks in records.captions[i]]
     if not train_caps:
         raise CapawareError(json_path, "no train/restval images to build the vocabulary from",

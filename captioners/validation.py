@@ -12,7 +12,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import read_captions
 from captioners.data import CaptionDataset, eval_batches, loader, on_device
 from captioners.decoding import decode
@@ -21,7 +20,7 @@ from captioners.prepro import Labels, decode_sequence
 
 
 def validation_refs(json_path: str, labels: Labels, dataset: CaptionDataset, vocab: list[str],
-                    fmt: str = DEFAULT_FORMAT) -> dict[int, list[str]]:
+                    fmt: str | None = None) -> dict[int, list[str]]:
     """Reference captions of the validation images: the json's full token lists (not the truncated,
     UNK-mapped labels) when the json is there; the labels otherwise."""
     ids = set(int(i) for i in dataset.image_ids)

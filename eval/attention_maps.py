@@ -22,7 +22,7 @@ from PIL import Image
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError, run_cli
-from capdata.captions import detect_format, image_files, read_captions
+from capdata.captions import image_files, read_captions
 
 
 def read_attention(path: str | Path) -> dict:
@@ -41,7 +41,7 @@ def read_attention(path: str | Path) -> dict:
 
 def image_paths(refs: str | Path, image_root: str | Path | None = None, fmt: str | None = None) -> dict[int, Path]:
     """Image files by image id of the caption file the captions were made for (any caption format)."""
-    return image_files(read_captions(refs, fmt or detect_format(refs), image_root))
+    return image_files(read_captions(refs, fmt, image_root))
 
 
 PANEL = 160

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capcore.errors import CapawareError
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from eval import captions_java as jv
 
 JAVA_STAGES = ("captioners", "rl")
@@ -111,7 +110,7 @@ def feature_bytes(cfg, n_images: int) -> int:
     return n_images * (cfg.att_size ** 2 + 1) * channels * per_value
 
 
-def caption_images(path: str | Path, splits: list[str], fmt: str = DEFAULT_FORMAT) -> int | None:
+def caption_images(path: str | Path, splits: list[str], fmt: str | None = None) -> int | None:
     """Images of ``splits`` (all when empty) in a caption file; None when it cannot be read (the features stage
     names a bad file in its own line)."""
     from capdata.captions import read_captions

@@ -39,7 +39,6 @@ from capcore.atomic import write_text
 from capcore.device import pick_device
 from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from captioners.card import CaptionerCard
 from captioners.data import CaptionDataset
 from captioners.model import load_captioner
@@ -94,7 +93,7 @@ def references(card: CaptionerCard, refs_json: str | None, labels, dataset: Capt
     json_path = refs_json or OmegaConf.select(trained, "data.json") or ""
     if refs_json and not Path(refs_json).is_file():
         raise CapawareError(refs_json, "references file not found", "pass the Karpathy dataset_*.json")
-    fmt = OmegaConf.select(trained, "data.format") or DEFAULT_FORMAT  # a given file is read as the run's own was
+    fmt = OmegaConf.select(trained, "data.format")  # a given file is read as the run's own was (or as it shows)
     return validation_refs(str(json_path), labels, dataset, list(card.vocab), fmt)
 
 

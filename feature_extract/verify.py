@@ -22,7 +22,6 @@ import h5py
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import read_captions
 from feature_extract.row_labels import label_of
 from feature_extract.h5io import _first, check_structure, missing_note, read_attrs
@@ -38,7 +37,7 @@ def scan_finite(dset: h5py.Dataset, block: int = 256) -> list[int]:
     return [int(i) for i in bad]
 
 
-def expected_ids(json_path: str, image_root: str | None, splits: list[str], fmt: str = DEFAULT_FORMAT) -> np.ndarray:
+def expected_ids(json_path: str, image_root: str | None, splits: list[str], fmt: str | None = None) -> np.ndarray:
     records = read_captions(json_path, fmt, image_root)
     keep = np.isin(records.splits, splits) if splits else np.ones(len(records), bool)
     return records.image_ids[keep]
@@ -69,7 +68,7 @@ def verify(path: str | Path, images: str | None = None) -> list[str]:
                 problems.append(f"image_id has {len(ids) - len(np.unique(ids))} duplicate(s)")
             if images:
                 want = expected_ids(images, None, json.loads(attrs.get("splits", "[]")),
-                                    str(attrs.get("images_format", DEFAULT_FORMAT)))
+                                    attrs.get("images_format"))
                 have = ids
                 if len(want) != len(have):
                     problems.append(f"{len(have)} image ids, {images} lists {len(want)}")

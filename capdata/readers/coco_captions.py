@@ -29,6 +29,7 @@ import numpy as np
 from capcore.errors import CapawareError
 from capdata.readers.karpathy import KARPATHY_SPLITS, read_json_file
 from capdata.records import CaptionRecords
+from capdata.splits import ALL
 
 PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
 
@@ -98,3 +99,20 @@ def read_coco_captions(split_file: str | Path, image_root: str | Path | None = N
     known = all(isinstance(v, (int, float)) for wh in sizes for v in wh)
     return CaptionRecords(image_paths=paths, splits=np.array(splits), image_ids=np.array(ids, dtype=np.int64),
                           captions=toks, raw=raws, sizes=np.array(sizes, dtype=np.float64) if known else None)
+
+
+def read_coco_file_records(path: str | Path, image_root: str | Path | None = None) -> CaptionRecords:
+    """Every image of one COCO ``captions_*.json`` with a caption, in id order, as records of no split (format
+    ``coco_file``: what a scorer's ``--refs`` may name). Image files as in a split file's release:
+    ``image_root / <folder> / file_name``, image_root defaulting to the file's own folder."""
+    path = Path(path).resolve()
+    images, captions = read_coco_file(path)
+    ids = sorted(captions)
+    if not ids:
+        raise CapawareError(path, "no annotations", "point at a COCO captions_*.json")
+    folder = (Path(image_root).resolve() if image_root is not None else path.parent) / path.stem.removeprefix(
+        "captions_")
+    return CaptionRecords(image_paths=[folder / str(images.get(i, {}).get("file_name", "")) for i in ids],
+                          splits=np.array([ALL] * len(ids)), image_ids=np.array(ids, dtype=np.int64),
+                          captions=[[tokens(c) or ["unk"] for c in captions[i]] for i in ids],
+                          raw=[captions[i] for i in ids])

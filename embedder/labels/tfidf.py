@@ -23,9 +23,6 @@ from capdata.captions import train_splits
 from capdata.records import CaptionRecords
 from embedder.labels.wordvecs import stopword_set, tokenize
 
-TRAIN_SPLITS = train_splits()  # Karpathy's, restval with train: a stage-one config passes its format's own
-
-
 class _Stemmer:
     """Snowball (English) with a memo: COCO has ~6M tokens but only ~25k distinct words."""
 
@@ -89,10 +86,10 @@ class TfidfSpace:
         self.captions_sha256 = digest.hexdigest()
 
     @classmethod
-    def from_records(cls, records: CaptionRecords, train_splits: Sequence[str] = TRAIN_SPLITS,
-                     **kwargs) -> "TfidfSpace":
-        """idf from the Karpathy training images (train + restval), as the paper learns it on training."""
-        return cls(records.captions, np.isin(records.splits, list(train_splits)), **kwargs)
+    def from_records(cls, records: CaptionRecords, splits: Sequence[str] | None = None, **kwargs) -> "TfidfSpace":
+        """idf from the training images (``splits``, default the records' format's own: Karpathy's train +
+        restval), as the paper learns it on training."""
+        return cls(records.captions, np.isin(records.splits, list(splits or train_splits(records))), **kwargs)
 
     def __len__(self) -> int:
         return self.vectors.shape[0]

@@ -26,7 +26,7 @@ from capcore.run_layout import (
     resolve,
 )
 from capcore.errors import CapawareError
-from capdata.captions import ALL, detect_format, image_files, read_captions, references
+from capdata.captions import ALL, image_files, read_captions, references
 from capdata.formats import read_records
 from embedder.retrieval_report import BOUNDS
 from eval.reporting import columns
@@ -239,11 +239,10 @@ def karpathy_refs(path: Path) -> tuple[dict[int, list[str]], dict[int, Path]]:
     """Ground-truth captions and image files by image id of a run's caption file (any caption format, through
     ``capdata.captions``); none when it cannot be read (the report then says what is missing)."""
     try:
-        fmt = detect_format(path)
-        records = read_captions(path, fmt)
+        records = read_captions(path)  # in the format the file shows
     except CapawareError:
         return {}, {}
-    return references(records, ALL, fmt), image_files(records)
+    return references(records, ALL), image_files(records)
 
 
 def sort_key(run: CaptionRun) -> tuple[int, int]:

@@ -22,10 +22,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("karpathy")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--format", default="karpathy", help="the caption file's format (capdata.captions)")
+    parser.add_argument("--format", default=None, help="the caption file's format [found from the file]")
     a = parser.parse_args(argv)
     records = read_captions(a.karpathy, a.format)
-    chosen = in_split(records, a.split, a.format)
+    chosen = in_split(records, a.split)
     n_refs = min((len(records.raw[i]) for i in chosen), default=0)
     if n_refs < 2:
         raise CapawareError(a.karpathy, f"split {a.split!r} has no image with two references or more",

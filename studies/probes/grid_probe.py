@@ -29,7 +29,6 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import in_split, read_captions
 from embedder.pretrain import group_accuracy, multi_hot
 from studies.probes.probe import GROUPS, check_paired, probed_tags, parse_features, scale_by_train, signed, targets
@@ -138,11 +137,11 @@ def probe_file(att: np.ndarray, split: dict[str, np.ndarray], records, img_targe
 
 
 def run(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = (),
-        fmt: str = DEFAULT_FORMAT) -> dict:
+        fmt: str | None = None) -> dict:
     check_paired(features, paired)
     records = read_captions(karpathy, fmt)
     img_tags = probed_tags(records)  # refuses a caption set without scene objects
-    split = {s: np.isin(np.arange(len(records)), in_split(records, s, fmt)) for s in ("train", "val", "test")}
+    split = {s: np.isin(np.arange(len(records)), in_split(records, s)) for s in ("train", "val", "test")}
     img_targets = {g: targets(img_tags, g) for g in GROUPS}
     rows: dict[str, list[dict]] = {}
     for name, path in features:
@@ -184,7 +183,7 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--karpathy", required=True, help="the synthetic caption set's dataset_coco.json")
-    parser.add_argument("--format", default=DEFAULT_FORMAT, help="the caption file's format (capdata.captions)")
+    parser.add_argument("--format", default=None, help="the caption file's format [found from the file]")
     parser.add_argument("--features", nargs="+", required=True, help="NAME=FEATS.h5; repeat a NAME for its seeds")
     parser.add_argument("--paired", nargs="*", default=[], help="A=B: also report A - B, paired by seed")
     parser.add_argument("--out", required=True, help="folder for grid_probe.md and grid_probe.json")

@@ -29,7 +29,6 @@ import torch
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capdata.captions import DEFAULT as DEFAULT_FORMAT
 from capdata.captions import in_split, read_captions
 from embedder.pretrain import EXCLUSIVE_GROUPS, group_accuracy, multi_hot
 from studies.seed_stats import mean_sd, stat, text
@@ -141,11 +140,11 @@ def check_paired(features: list[tuple[str, str]], paired) -> None:
 
 
 def run_probes(karpathy: str, features: list[tuple[str, str]], paired: list[tuple[str, str]] = (),
-               fmt: str = DEFAULT_FORMAT) -> dict:
+               fmt: str | None = None) -> dict:
     check_paired(features, paired)
     records = read_captions(karpathy, fmt)
     tags = probed_tags(records)
-    split = {s: np.isin(np.arange(len(records)), in_split(records, s, fmt)) for s in ("train", "val", "test")}
+    split = {s: np.isin(np.arange(len(records)), in_split(records, s)) for s in ("train", "val", "test")}
     groups = {g: targets(tags, g) for g in GROUPS}
     ys = {g: {s: y[m] for s, m in split.items()} for g, (y, _) in groups.items()}
     rows: dict[str, list[dict]] = {}
@@ -204,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--karpathy", required=True,
                         help="the caption set's dataset_coco.json (its attributes are the targets)")
-    parser.add_argument("--format", default=DEFAULT_FORMAT, help="the caption file's format (capdata.captions)")
+    parser.add_argument("--format", default=None, help="the caption file's format [found from the file]")
     parser.add_argument("--features", nargs="+", required=True, help="NAME=FEATS.h5; repeat a NAME for its seeds")
     parser.add_argument("--paired", nargs="*", default=[], help="A=B: also report A - B per group, paired by seed "
                         "(the files' order), e.g. Cap-from-identity=Img-identity")

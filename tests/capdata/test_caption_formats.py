@@ -32,17 +32,51 @@ def test_coco_captions_with_a_split_file_read_as_karpathys_json(release):
     coco = read_captions(release / "coco_splits.json", "coco_captions")
     assert detect_format(release / "coco_splits.json") == "coco_captions"
     assert detect_format(release / "dataset_coco.json") == "karpathy"
-    assert train_splits("coco_captions") == train_splits("karpathy") == ("train", "restval")
+    assert (karpathy.format, coco.format) == ("karpathy", "coco_captions")  # the records carry their format
+    assert train_splits(coco) == train_splits(karpathy) == ("train", "restval")
     order = np.argsort(karpathy.image_ids)  # the split file lists images split by split; the json, as it has them
     back = np.argsort(coco.image_ids)
     assert np.array_equal(karpathy.image_ids[order], coco.image_ids[back])
     assert np.array_equal(karpathy.splits[order], coco.splits[back])
     assert image_files(karpathy) == image_files(coco) and all(p.is_file() for p in image_files(coco).values())
     for split in ("train", "val", "test", "all"):
-        assert references(karpathy, split) == references(coco, split, "coco_captions")
-        assert len(in_split(coco, split, "coco_captions")) == len(in_split(karpathy, split))
+        assert references(karpathy, split) == references(coco, split)
+        assert len(in_split(coco, split)) == len(in_split(karpathy, split))
     tokens = {int(i): c for i, c in zip(karpathy.image_ids, karpathy.captions)}
     assert {int(i): c for i, c in zip(coco.image_ids, coco.captions)} == tokens  # Karpathy's tokenisation
+
+
+def test_records_keep_their_format_through_selection_and_refuse_without_one(release):
+    from capdata.records import select
+
+    coco = read_captions(release / "coco_splits.json")  # found from the file
+    part = select(coco, coco.splits == "test")
+    assert part.format == "coco_captions" and in_split(part, "test") == list(range(len(part)))
+    assert in_split(part, "train") == []  # its training splits are not in the selection
+    coco.format = None
+    with pytest.raises(CapawareError, match="without a format"):
+        in_split(coco, "test")
+
+
+def test_a_bare_coco_captions_file_is_a_format_of_the_table_without_splits(release, tmp_path):
+    from capdata.captions import trainable_formats
+    from capdata.formats import FORMATS
+
+    bare = tmp_path / "captions_val2014.json"
+    bare.write_text('{"images": [{"id": 7, "file_name": "a.jpg"}, {"id": 3, "file_name": "b.jpg"}], "annotations": ['
+                    '{"image_id": 7, "id": 1, "caption": "A red cube."}, {"image_id": 3, "id": 2, "caption": "Two"}]}')
+    assert detect_format(bare) == "coco_file" and FORMATS["coco_file"].splits == ()
+    records = read_captions(bare)
+    assert records.format == "coco_file" and records.image_ids.tolist() == [3, 7]
+    assert records.captions[1] == [["a", "red", "cube"]] and records.image_paths[0] == tmp_path / "val2014" / "b.jpg"
+    for split in ("test", "val", "all"):  # no splits: every image, whatever split is asked
+        assert in_split(records, split) == [0, 1]
+    assert read_references(bare, "val") == ({3: ["Two"], 7: ["A red cube."]}, "coco_file", None)
+    assert "coco_file" not in trainable_formats() and {"karpathy", "coco_captions"} <= set(trainable_formats())
+    other = tmp_path / "other.json"
+    other.write_text('{"sentences": []}')
+    with pytest.raises(CapawareError, match="neither a caption file"):
+        read_references(other)
 
 
 def test_the_same_predictions_score_the_same_against_either_format(release):
@@ -91,13 +125,16 @@ def test_outside_capdata_no_product_module_spells_a_caption_format_or_reads_a_ca
     product's code outside capdata, no caption reader imported, no caption file's keys looked up."""
     import ast
 
+    from capdata.formats import formats_of
+
+    names = {*formats_of("caption"), "coco"}  # every caption format of the table (coco_file too), and "coco"
     product = ("capaware", "capcore", "captioners", "embedder", "feature_extract", "rl", "eval")
     spelled, reads = [], []
     for path in (p for pkg in product for p in sorted((ROOT / pkg).rglob("*.py"))):
         tree = ast.parse(path.read_text())
         where = path.relative_to(ROOT)
         spelled += [f"{where}:{n.lineno}" for n in ast.walk(tree)
-                    if isinstance(n, ast.Constant) and n.value in ("karpathy", "coco_captions", "coco")]
+                    if isinstance(n, ast.Constant) and n.value in names]
         reads += [f"{where}:{n.lineno} imports {n.module}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                   and n.module in ("capdata.readers.karpathy", "capdata.readers.coco_captions")]
         keys = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript)]  # x["images"], x.get("images")

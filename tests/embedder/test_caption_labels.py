@@ -70,7 +70,7 @@ def records(captions) -> CaptionRecords:
     n = len(captions)
     return CaptionRecords([Path(f"/x/{i}.png") for i in range(n)], np.array(["train"] * n),
                           np.arange(n, dtype=np.int64), [[tokenize(s) for s in caps] for caps in captions],
-                          [list(caps) for caps in captions])
+                          [list(caps) for caps in captions], format="karpathy")
 
 
 # ------------------------------------------------------------------------------------------ WMD

@@ -72,7 +72,7 @@ def test_refs_from_karpathy_and_coco_formats(files, tmp_path):
     coco = tmp_path / "captions_val2014.json"
     coco.write_text(json.dumps({"images": [{"id": 5}], "annotations": [
         {"image_id": 5, "id": 1, "caption": "A cat."}, {"image_id": 5, "id": 2, "caption": "Some cat"}]}))
-    assert read_references(coco) == ({5: ["A cat.", "Some cat"]}, None, None)  # no format of the table, no splits
+    assert read_references(coco) == ({5: ["A cat.", "Some cat"]}, "coco_file", None)  # a format without splits
 
 
 @needs_java
