@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 #   make demo TORCH_PINS="torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: java demo stand-in test test-integration test-studies study study-captioning study-trunks study-table1 study-headroom study-positive bench venv clean-demo
+.PHONY: java demo stand-in test test-integration test-studies study study-captioning study-trunks study-table1 \
+  study-headroom study-positive bench venv clean-demo
 
 venv: $(VENV)/.installed
 
@@ -27,9 +28,12 @@ $(VENV)/.installed: pyproject.toml
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
 # (the pipeline checks it again, with everything else its stages need: eval/environment.py).
-JAVA_FIX := install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) or brew install openjdk@17 (macOS); then `java -version` must work
+JAVA_FIX := install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) \
+  or brew install openjdk@17 (macOS); then `java -version` must work
+JAVA_ERROR := error: java: no Java runtime on PATH; the demo scores its captions with the PTB tokenizer and METEOR, \
+  which are Java (fix: $(JAVA_FIX))
 java:
-	@java -version >/dev/null 2>&1 || { echo 'error: java: no Java runtime on PATH; the demo scores its captions with the PTB tokenizer and METEOR, which are Java (fix: $(JAVA_FIX))' >&2; exit 1; }
+	@java -version >/dev/null 2>&1 || { echo '$(JAVA_ERROR)' >&2; exit 1; }
 
 demo: java venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/demo.sh
@@ -55,7 +59,8 @@ test: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m "not studies and not integration"
 
 # Whole-pipeline scenarios whose pieces make test checks: the COCO rehearsal, two jobs against one, a kill in stage
-# three then a rerun, two processes and two nodes training as one (about 9 minutes on 2 cores; CI runs it after make test).
+# three then a rerun, two processes and two nodes training as one (about 9 minutes on 2 cores; CI runs it after make
+# test).
 test-integration: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m integration
 
@@ -65,15 +70,18 @@ test-studies: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m studies
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
-# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast
-# rows joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min (docs/studies/rank_n_contrast.md).
+# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast rows
+# joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min
+# (docs/studies/rank_n_contrast.md).
 STUDY_RUN ?= runs/study
 study: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m studies.stage_one_seeds.stage1_seeds configs/study/pipeline_study.yaml $(STUDY_RUN) 0 1 2
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m studies.stage_one_seeds.stage1_seeds configs/study/pipeline_study.yaml \
+	  $(STUDY_RUN) 0 1 2
 
 # The captioning study over stage-one trunks (issue #46), under configs/study/declaration_table1.yaml: per trunk its own
 # Img, Cap, Cap-shuffled and Img-adapted, both captioners XE then SCST over the declared captioner seeds, then Table 1
-# over trunks (trunk-level tests, Holm) and the probes (studies/trunks/study_trunks.sh; resumable; TRUNKS=0 runs one trunk).
+# over trunks (trunk-level tests, Holm) and the probes (studies/trunks/study_trunks.sh; resumable; TRUNKS=0 runs one
+# trunk).
 TRUNKS_RUN ?= runs/trunks
 TRUNKS ?=
 study-trunks: venv
@@ -87,9 +95,9 @@ POOLED_RUN ?= runs/table1_pooled
 study-table1: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_pooled/study_pooled.sh $(POOLED_RUN) $(TRUNKS)
 
-# The positive control and its negative (issue #46; rules in docs/declaration.md): from the colour-blind stand-in,
-# the recipe chosen on val, then real and shuffled caption labels over the declared seeds (studies/positive_control/study_positive.sh;
-# resumable, run by run).
+# The positive control and its negative (issue #46; rules in docs/declaration.md): from the colour-blind stand-in, the
+# recipe chosen on val, then real and shuffled caption labels over the declared seeds
+# (studies/positive_control/study_positive.sh; resumable, run by run).
 POSITIVE_RUN ?= runs/positive
 POSITIVE_ARGS ?=
 study-positive: venv
@@ -97,7 +105,8 @@ study-positive: venv
 
 # The captioning study (issue #35): Img, Cap, Cap2, Attr and Oracle features on both captioners, XE then SCST, over
 # captioner seeds, on 1,000 test images, with every paired difference's t-test and the smallest detectable difference,
-# then the pooled and grid probes (studies/captioning/study_captioning.sh; time and machine in docs/studies/caption_aware.md).
+# then the pooled and grid probes (studies/captioning/study_captioning.sh; time and machine in
+# docs/studies/caption_aware.md).
 CAPTIONING_RUN ?= runs/captioning
 CAPTIONING_SEEDS ?= 0 1 2 3 4
 study-captioning: venv
@@ -106,18 +115,25 @@ study-captioning: venv
 # Headroom on a finished demo run: the Oracle grid against Img, XE only, over 3 captioner seeds (issue #35). The
 # Oracle features are dumped first (the demo does not: issue #46 found this target failing on a fresh clone).
 study-headroom: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/stage2_features.sh configs/study/captioning_features_oracle.yaml run_dir=runs/demo
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_seeds/table1_seeds.sh configs/study/pipeline_headroom.yaml runs/demo 0 1 2 --results runs/demo/results/headroom
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/stage2_features.sh configs/study/captioning_features_oracle.yaml \
+	  run_dir=runs/demo
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_seeds/table1_seeds.sh configs/study/pipeline_headroom.yaml \
+	  runs/demo 0 1 2 --results runs/demo/results/headroom
 
 # Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).
 bench: venv
 	mkdir -p benchmarks/results
-	for b in bench_log_ratio bench_rank_n_contrast bench_adam bench_stage1_precision bench_stage1_arch bench_stage1_overhead bench_caption_graph bench_caption_graph_scale bench_features bench_captioners bench_vs_selfcritical bench_scst; do \
-	  PATH="$(abspath $(VENV))/bin:$$PATH" bash -o pipefail -c "$(PY) benchmarks/$$b.py | tee benchmarks/results/$$b.txt" || exit 1; done
+	for b in bench_log_ratio bench_rank_n_contrast bench_adam bench_stage1_precision bench_stage1_arch \
+	  bench_stage1_overhead bench_caption_graph bench_caption_graph_scale bench_features bench_captioners \
+	  bench_vs_selfcritical bench_scst; do \
+	  PATH="$(abspath $(VENV))/bin:$$PATH" \
+	  bash -o pipefail -c "$(PY) benchmarks/$$b.py | tee benchmarks/results/$$b.txt" || exit 1; done
 	# the same stage-one step with torch held to AVX2: what a CPU without native bfloat16 sees (issue #24)
-	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_precision.py --repeats 2 | tee benchmarks/results/bench_stage1_precision_avx2.txt"
-	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_arch.py | tee benchmarks/results/bench_stage1_arch_avx2.txt"
+	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_precision.py \
+	--repeats 2 | tee benchmarks/results/bench_stage1_precision_avx2.txt"
+	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 bash -o pipefail -c "$(PY) benchmarks/bench_stage1_arch.py \
+	| tee benchmarks/results/bench_stage1_arch_avx2.txt"
 
 clean-demo:
 	rm -rf runs/demo results

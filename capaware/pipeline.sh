@@ -23,7 +23,8 @@
 # capaware.cli runs this file (package data, so that a non-editable install runs it) in the project folder,
 # with the interpreter capaware runs in first on PATH: `python` below and in every planned command is it.
 set -euo pipefail
-usage="usage: capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR] [--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]"
+usage="usage: capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR] \
+[--nproc N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT]]"
 config=${1:?$usage}
 shift
 from="" to="" force=0 run_args=() nproc=1 nnodes=1 node_rank=0 endpoint=""
@@ -44,7 +45,8 @@ for n in "$nproc" "$nnodes" "$node_rank"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "error: --nproc, --nnodes and --node-rank take whole numbers, not '$n'" >&2; exit 2; }
 done
 if ((nnodes > 1)) && [[ -z $endpoint ]]; then
-  echo "error: --nnodes $nnodes needs --rdzv-endpoint HOST:PORT (node 0's address, the same on every machine)" >&2; exit 2
+  echo "error: --nnodes $nnodes needs --rdzv-endpoint HOST:PORT (node 0's address, the same on every machine)" >&2
+  exit 2
 fi
 # the parallel stages' commands (python -m capaware.stage stage1|xe|scst) start again under $CAPAWARE_LAUNCH:
 # torchrun when asked for more than one process
@@ -159,7 +161,8 @@ for ((i = lo; i <= hi; i++)); do
     # capaware's own one-line error first: under --nproc, capcore.launch's line naming the dead rank, its exit
     # code or signal, its last line and its output file comes last (a rank's own error line is above it)
     last=$(tr '\r' '\n' <"$log" | grep -E '^error: ' | tail -n 1 | cut -c1-300 || true)
-    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' | tail -n 1 | cut -c1-300 || true)
+    [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -E '^(error|[A-Za-z.]*(Error|Exception))' \
+      | tail -n 1 | cut -c1-300 || true)
     [[ -n $last ]] || last=$(tr '\r' '\n' <"$log" | grep -v '^\s*$' | tail -n 1 | cut -c1-300 || true)
     echo "error: stage $stage failed: ${last#error: }  (full log: $log)" >&2
     exit 1

@@ -8,8 +8,8 @@
 # data.features=img|cap picks features_dir/<name>.h5 and, through the demo/coco configs' out_dir, its own
 # run folder (runs/demo/captioners/<features>_<model>). Table 1 from the run folders:
 #   python -m eval.reporting.results_table runs/demo/captioners/{img,cap}_{att2all2,topdown} --out results/captioning
-# The same as `python -m capaware.stage xe CONFIG ...`, the pipeline's
-# command (every step in one process). Reruns resume training (a finished run is not retrained) and redo the cheap steps. The LSTMs are tiny on the demo, so one thread per process is the
-# default (set OMP_NUM_THREADS to change it).
+# The same as `python -m capaware.stage xe CONFIG ...`, the pipeline's command (every step in one process). Reruns
+# resume training (a finished run is not retrained) and redo the cheap steps. The LSTMs are tiny on the demo, so one
+# thread per process is the default (set OMP_NUM_THREADS to change it).
 set -euo pipefail
 exec python -m capaware.stage xe "${@:?usage: $0 CONFIG [key=value ...]}"

@@ -7,7 +7,8 @@
 #   best.pt last.pt history.json tb/ preds_test.json preds_test.meta.json metrics_test.json
 #   per_image_test.json grounding_test.json attention_test.h5 attention/attention_<image_id>.png
 # Usage: scripts/stage3_rl.sh CONFIG [key=value ...]   e.g. configs/demo/demo_topdown_scst.yaml data.features=cap
-# The same as `python -m capaware.stage scst CONFIG ...`, the pipeline's
-# command (every step in one process). Reruns resume training (a finished run is not retrained) and redo the cheap steps. One thread per process by default (set OMP_NUM_THREADS to change it).
+# The same as `python -m capaware.stage scst CONFIG ...`, the pipeline's command (every step in one process). Reruns
+# resume training (a finished run is not retrained) and redo the cheap steps. One thread per process by default (set
+# OMP_NUM_THREADS to change it).
 set -euo pipefail
 exec python -m capaware.stage scst "${@:?usage: $0 CONFIG [key=value ...]}"

@@ -41,5 +41,6 @@ for stage in stage1 captioners rl; do
   echo "$stage: $bad failed of $n ($(($(date +%s) - t0)) s)"
   failed=$((failed + bad))
 done
-echo "stress: $failed failed in all ($(nproc --all) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+echo "stress: $failed failed in all ($(nproc --all) cores: $(grep -m1 'model name' /proc/cpuinfo \
+  | cut -d: -f2 | xargs))"
 ((failed == 0))

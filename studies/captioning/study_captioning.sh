@@ -4,11 +4,13 @@
 # 1. scripts/pipeline.sh configs/study/pipeline_captioning.yaml up to the features: the caption set with 400 val and
 #    1,000 test images, class pretraining (Img) and its attribute control (Attr), the whole-trunk caption track (Cap:
 #    log-ratio + dense; Cap2: dense triplet), and the Oracle grid (each scene's ground truth).
-# 2. studies/table1_seeds/table1_seeds.sh: both captioners on the five feature sets, XE then SCST, for every seed; Table 1 over
-#    seeds with every set's paired difference against Img, its t-test and the smallest difference the seeds could
-#    detect -> RUN/results/table1/captioning_seeds.md.
-# 3. The probes the captioners' inputs answer: studies.probes.probe (pooled fc) and studies.probes.grid_probe (the attention grid).
-# 4. Stage one's caption rows against the label ceiling (studies/caption_labels/caption_label_ceiling.py -> RUN/results/label_ceiling.md).
+# 2. studies/table1_seeds/table1_seeds.sh: both captioners on the five feature sets, XE then SCST, for every seed;
+#    Table 1 over seeds with every set's paired difference against Img, its t-test and the smallest difference the
+#    seeds could detect -> RUN/results/table1/captioning_seeds.md.
+# 3. The probes the captioners' inputs answer: studies.probes.probe (pooled fc) and studies.probes.grid_probe (the
+#    attention grid).
+# 4. Stage one's caption rows against the label ceiling (studies/caption_labels/caption_label_ceiling.py ->
+#    RUN/results/label_ceiling.md).
 # Every step resumes; the wall time of each step is printed and written to RUN/results/timing.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,8 +38,11 @@ for set in img cap cap2 attr oracle; do
   feats+=("$label=$run/features/$set.h5")
   [[ $label != Img ]] && paired+=("$label=Img")
 done
-step "probes" bash -c "python -m studies.probes.probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} --out $run/results/probe \
-  && python -m studies.probes.grid_probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} --out $run/results/grid_probe"
-step "label ceiling" bash -c "python -m studies.caption_labels.caption_label_ceiling configs/study/captioning_caption.yaml run_dir=$run \
+step "probes" bash -c "python -m studies.probes.probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} \
+  --out $run/results/probe \
+  && python -m studies.probes.grid_probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} \
+  --out $run/results/grid_probe"
+step "label ceiling" bash -c "python -m studies.caption_labels.caption_label_ceiling \
+  configs/study/captioning_caption.yaml run_dir=$run \
   > $run/results/label_ceiling.md"
 echo "Table 1 over seeds: $run/results/table1/captioning_seeds.md; probes: $run/results/{probe,grid_probe}/"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The positive control and its negative (issues #35, #46), by the rules docs/declaration.md fixed before the run:
-#   bash studies/positive_control/study_positive.sh [RUN] [key=value ...]     default RUN: runs/positive; overrides go to every run
-# From the colour-blind stand-in, the caption track with per-stage rates (configs/controls/positive_control_caption.yaml),
-# each run probed every $EVERY steps (default 150) for 4 epochs (1,200 steps) by studies/probes/probe_curve.py:
+#   bash studies/positive_control/study_positive.sh [RUN] [key=value ...]
+#   default RUN: runs/positive; overrides go to every run
+# From the colour-blind stand-in, the caption track with per-stage rates
+# (configs/controls/positive_control_caption.yaml), each run probed every $EVERY steps (default 150) for 4 epochs
+# (1,200 steps) by studies/probes/probe_curve.py:
 #   1. the recipe: seed 0, real labels, layer4 at 10x (#35's recipe) and at 30x (the lever #35 left untried); the
 #      higher best val colour is kept;
 #   2. the kept recipe on the other declared seeds, and on shuffled labels over every declared seed
@@ -51,7 +53,8 @@ two_at_a_time() {  # "RECIPE LABELS SEED"...: every run, two at once
 python -m capaware.stage data "$real" run_dir="$run" "${extra[@]}"
 two_at_a_time "layer4_10x real ${seeds[0]}" "layer4_30x real ${seeds[0]}"
 kept=$(python -m studies.positive_control.positive_control_check recipe \
-  "layer4_10x=$run/layer4_10x_real/s${seeds[0]}/probe_curve.json" "layer4_30x=$run/layer4_30x_real/s${seeds[0]}/probe_curve.json")
+  "layer4_10x=$run/layer4_10x_real/s${seeds[0]}/probe_curve.json" \
+  "layer4_30x=$run/layer4_30x_real/s${seeds[0]}/probe_curve.json")
 echo "[positive control] recipe kept on val: $kept"
 specs=()
 for s in "${seeds[@]:1}"; do specs+=("$kept real $s"); done
@@ -62,5 +65,5 @@ for s in "${seeds[@]}"; do
   real_curves+=("$run/${kept}_real/s$s/probe_curve.json")
   shuffled_curves+=("$run/${kept}_shuffled/s$s/probe_curve.json")
 done
-python -m studies.positive_control.positive_control_check verdict --real "${real_curves[@]}" --shuffled "${shuffled_curves[@]}" \
-  --out "$run/results"
+python -m studies.positive_control.positive_control_check verdict --real "${real_curves[@]}" \
+  --shuffled "${shuffled_curves[@]}" --out "$run/results"

@@ -15,12 +15,16 @@ shift
 for seed in "$@"; do
   [[ $seed =~ ^[0-9]+$ ]] || { echo "error: seed '$seed' is not a whole number; $usage" >&2; exit 2; }
 done
-[[ -f $run/data/captions/dataset_coco.json ]] || { echo "error: $run/data/captions/dataset_coco.json is missing; run make demo (or scripts/pipeline.sh) first" >&2; exit 2; }
+[[ -f $run/data/captions/dataset_coco.json ]] || {
+  echo "error: $run/data/captions/dataset_coco.json is missing; run make demo (or scripts/pipeline.sh) first" >&2
+  exit 2
+}
 
 replicate() {  # targets seed
   local out="$run/probe/$1/s$2"
   mkdir -p "$out"
-  [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] && cp "$run/caption/labels.h5" "$out/"  # same labels: reused when they match
+  # same labels: reused when they match
+  [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] && cp "$run/caption/labels.h5" "$out/"
   python -m embedder.study --config configs/controls/probe_caption.yaml --results "$out/results" run_dir="$run" \
     seed="$2" pretrain.targets="$1" out_dir="$out"
   for set in img cap; do
@@ -38,12 +42,17 @@ for targets in identity attributes; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do
-  wait "$pid" || { echo "error: a replicate failed; see $run/probe_identity.log and $run/probe_attributes.log" >&2; exit 1; }
+  wait "$pid" || {
+    echo "error: a replicate failed; see $run/probe_identity.log and $run/probe_attributes.log" >&2
+    exit 1
+  }
 done
 feats=()
 for seed in "$@"; do
   feats+=("Img-identity=$run/probe/identity/s$seed/img.h5" "Cap-from-identity=$run/probe/identity/s$seed/cap.h5"
-          "Img-attributes=$run/probe/attributes/s$seed/img.h5" "Cap-from-attributes=$run/probe/attributes/s$seed/cap.h5")
+          "Img-attributes=$run/probe/attributes/s$seed/img.h5"
+          "Cap-from-attributes=$run/probe/attributes/s$seed/cap.h5")
 done
-python -m studies.probes.probe --karpathy "$run/data/captions/dataset_coco.json" --features "${feats[@]}" --out "$run/results/probe" \
+python -m studies.probes.probe --karpathy "$run/data/captions/dataset_coco.json" --features "${feats[@]}" \
+  --out "$run/results/probe" \
   --paired Cap-from-identity=Img-identity Cap-from-attributes=Img-attributes Img-attributes=Img-identity

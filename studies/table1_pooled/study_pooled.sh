@@ -22,7 +22,9 @@ kept=0
 for t in $(declared '*d.design.trunks'); do
   if [[ -f $records/trunk_$t.npz ]]; then kept=$((kept + 1)); fi
 done
-echo "power plan (declared): $(declared '"{} trunks x {} captioner seeds x {} test images: power {:.0%} at {}, about {:.1f} CPU hours in all".format(len(d.design.trunks), d.design.seeds_per_trunk, d.design.test_images, d.promise.power, d.promise.effect, d.promise.cpu_hours)'); $kept kept so far; this machine: $machine"
+echo "power plan (declared): $(declared '"{} trunks x {} captioner seeds x {} test images: power {:.0%} at {}, "
+  "about {:.1f} CPU hours in all".format(len(d.design.trunks), d.design.seeds_per_trunk, d.design.test_images,
+  d.promise.power, d.promise.effect, d.promise.cpu_hours)'); $kept kept so far; this machine: $machine"
 for t in "${trunks[@]}"; do
   [[ $t =~ ^[0-9]+$ ]] || { echo "error: trunk '$t' is not a whole number (usage: $0 [RUN] [TRUNK...])" >&2; exit 2; }
   [[ -f $records/trunk_$t.npz ]] && { echo "trunk $t: kept ($records/trunk_$t.npz), skipped"; continue; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Table 1 over captioner training seeds, on the features of a finished pipeline run:
 #   studies/table1_seeds/table1_seeds.sh PIPELINE_CONFIG RUN SEED... [--machine "text"] [--results DIR] [--jobs N]
-#   e.g. studies/table1_seeds/table1_seeds.sh configs/demo/pipeline_demo.yaml runs/demo 0 1 2 --machine "2-core Xeon, CPU"
+#   e.g. studies/table1_seeds/table1_seeds.sh configs/demo/pipeline_demo.yaml runs/demo 0 1 2 \
+#          --machine "2-core Xeon, CPU"
 # For every seed, every XE config x feature set of the pipeline config is trained (then SCST from it) and
 # scored exactly as the pipeline's captioners/rl stages do; seed 0 is the pipeline's own run (reused
 # when it is finished), other seeds write under RUN/seeds/s<seed>/. Stage one and the features stay
@@ -87,4 +88,5 @@ for seed in "${seeds[@]}"; do
   python -m eval.reporting.results_table "${dirs[@]}" --out "$results_root/s$seed" >/dev/null
   tables+=("$results_root/s$seed/captioning.json")
 done
-python -m studies.table1_seeds.results_seeds "${tables[@]}" --out "$results_root" --machine "${machine:-$(uname -m), $(nproc) cores}"
+python -m studies.table1_seeds.results_seeds "${tables[@]}" --out "$results_root" \
+  --machine "${machine:-$(uname -m), $(nproc) cores}"

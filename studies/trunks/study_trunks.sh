@@ -5,8 +5,8 @@
 #   1. scripts/pipeline.sh configs/study/pipeline_trunks.yaml with seed=T on stage one, up to the features: the
 #      trunk's own class pretraining (Img), then Cap, Cap-shuffled and Img-adapted trained alike from it
 #      (configs/study/trunks_caption.yaml), and their features;
-#   2. both captioners, standardised inputs, XE then SCST, over the declared captioner seeds (studies/table1_seeds/table1_seeds.sh)
-#      -> RUN/tT/results/table1/s<seed>/captioning.json;
+#   2. both captioners, standardised inputs, XE then SCST, over the declared captioner seeds
+#      (studies/table1_seeds/table1_seeds.sh) -> RUN/tT/results/table1/s<seed>/captioning.json;
 #   3. the standardisation check: the Img and Cap captioners again with their inputs as stage two wrote them
 #      (configs/study/pipeline_trunks_raw.yaml, in RUN/tT/raw, which links the trunk's data and features)
 #      -> RUN/tT/raw/results/table1/s<seed>/captioning.json;
@@ -45,21 +45,22 @@ cfg["run_dir"] = run_dir
 Path(dest).write_text(yaml.safe_dump(cfg, sort_keys=False))
 EOF
   step "trunk $t: pipeline to features" bash scripts/pipeline.sh "$dir/pipeline.yaml" --run "$dir" --to features
-  step "trunk $t: captioners, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh "$dir/pipeline.yaml" "$dir" "${seeds[@]}" \
-    --results "$dir/results/table1" --machine "$machine"
+  step "trunk $t: captioners, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh "$dir/pipeline.yaml" "$dir" \
+    "${seeds[@]}" --results "$dir/results/table1" --machine "$machine"
   raw="$dir/raw"  # the standardisation check: Img and Cap captioners on the same features, inputs as written
   mkdir -p "$raw"
   for link in data captions features; do ln -sfn "../$link" "$raw/$link"; done
   sed "s|^run_dir: .*|run_dir: $raw|" configs/study/pipeline_trunks_raw.yaml >"$raw/pipeline.yaml"
-  step "trunk $t: standardisation check, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh "$raw/pipeline.yaml" "$raw" \
-    "${seeds[@]}" --results "$raw/results/table1" --machine "$machine"
+  step "trunk $t: standardisation check, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh \
+    "$raw/pipeline.yaml" "$raw" "${seeds[@]}" --results "$raw/results/table1" --machine "$machine"
   python -m eval.feature_scale Img="$dir/features/img.h5" Cap="$dir/features/cap.h5" \
     Cap-shuffled="$dir/features/cap_shuffled.h5" Img-adapted="$dir/features/img_adapted.h5" \
     --out "$dir/results/feature_scale.md" >/dev/null
 done
 read -r -a all <<<"$(declared trunks)"
 for t in "${all[@]}"; do  # the tables over trunks need every declared trunk
-  [[ -f $run/t$t/results/table1/s${seeds[-1]}/captioning.json ]] || { echo "trunk $t not finished: tables over trunks wait"; exit 0; }
+  [[ -f $run/t$t/results/table1/s${seeds[-1]}/captioning.json ]] \
+    || { echo "trunk $t not finished: tables over trunks wait"; exit 0; }
 done
 step "Table 1 over trunks" python -m studies.trunks.trunk_table "$run" --out "$run/results/trunks"
 feats=() scale=()  # NAME=FILE per trunk and feature set: the probes pair them by trunk, the scale table names it
