@@ -131,7 +131,7 @@ def main() -> None:
         ids = [e["cocoid"] for e in doc["images"]]
 
         def ours(name: str, **kw):
-            over = {"backbone.checkpoint": ckpt, "images.karpathy": json_path, "out": tmp / f"{name}.h5",
+            over = {"backbone.checkpoint": ckpt, "images.captions": json_path, "out": tmp / f"{name}.h5",
                     "input.size": args.size, "att_size": att_size, "batch_size": args.batch,
                     "num_workers": args.workers, "device": "cpu", **kw}
             cfg = load_features_config(ROOT / "configs/demo/demo_features_img.yaml",
@@ -213,7 +213,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "feature_extract",
                    "--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
                    f"backbone.checkpoint={ckpt}",
-                   f"images.karpathy={subset_json(full_json, full_json.parent / f'm{n}.json', n)}",
+                   f"images.captions={subset_json(full_json, full_json.parent / f'm{n}.json', n)}",
                    f"out={tmp / f'mem{n}.h5'}", f"input.size={args.mem_size}", f"att_size={args.mem_att}",
                    f"batch_size={args.batch}", f"num_workers={args.workers}", "device=cpu"]
             rss = peak_rss_mib(cmd, env)

@@ -224,8 +224,8 @@ class Planner:
         return plan
 
     def feature_images(self, c) -> int:
-        if c.images.karpathy:
-            counts = caption_counts(c.images.karpathy, self.stage1, self.counts, c.images.format)
+        if c.images.captions:
+            counts = caption_counts(c.images.captions, self.stage1, self.counts, c.images.format)
             return counts.train + counts.val + counts.test if not c.images.splits else sum(
                 {"train": counts.train, "restval": 0, "val": counts.val, "test": counts.test}[s]
                 for s in c.images.splits)

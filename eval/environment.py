@@ -125,7 +125,7 @@ def caption_images(path: str | Path, splits: list[str], fmt: str | None = None) 
 def uncounted(cfg, run_dir: str) -> bool:
     """Whether a features config reads a Karpathy json that is not here yet (so its disk cannot be counted);
     one the data stage writes inside the run is counted when it is written."""
-    json_path = cfg.images.karpathy
+    json_path = cfg.images.captions
     return (bool(json_path) and not inside(json_path, run_dir)
             and caption_images(json_path, [], cfg.images.format) is None)
 
@@ -140,14 +140,14 @@ def check_features(cfgs: list, run_dir: str) -> list[CapawareError]:
     """Real image lists and the disk the files of ``feature_extract.config`` configs need."""
     out, need = [], {}
     for c in cfgs:
-        source = c.images.karpathy or c.images.folder
+        source = c.images.captions or c.images.folder
         if inside(source, run_dir):
             continue  # written by the data stage; not there yet on a first run
         if not Path(source).exists():
             out.append(CapawareError(source, f"image list not found (features {c.out})",
-                               "put the Karpathy dataset_coco.json there (docs/real_data.md) or fix images.karpathy"))
+                               "put the Karpathy dataset_coco.json there (docs/real_data.md) or fix images.captions"))
             continue
-        n = caption_images(c.images.karpathy, list(c.images.splits), c.images.format) if c.images.karpathy else None
+        n = caption_images(c.images.captions, list(c.images.splits), c.images.format) if c.images.captions else None
         if n:
             done = Path(c.out).stat().st_size if Path(c.out).is_file() else 0  # a resumed dump grows from there
             need[c.out] = (max(feature_bytes(c, n) - done, 0), n)
@@ -344,7 +344,7 @@ def check_config(path: str) -> list[Check]:
     if waiting:  # the disk is checked against the image lists' counts; until they are in, say what it will take
         per = sum(feature_bytes(c, 100_000) for c in waiting)
         where = existing_parent(Path(waiting[0].out))
-        lists = ", ".join(dict.fromkeys(str(c.images.karpathy) for c in waiting))
+        lists = ", ".join(dict.fromkeys(str(c.images.captions) for c in waiting))
         checks.append(Check("disk", "warn", f"{len(waiting)} feature file(s) will take up to {per / 1e9:.0f} GB per "
                             f"100,000 images ({shutil.disk_usage(where).free / 1e9:.0f} GB free under {where}); "
                             f"checked exactly once {lists} is there", required=False))

@@ -6,6 +6,7 @@ continuing the same one; keys that only change speed (batch size, workers, devic
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -21,16 +22,17 @@ from capdata.formats import formats_of
 @dataclass
 class BackboneConfig:
     checkpoint: str = "imagenet"  # imagenet | path to a capaware checkpoint (class-pretrained or stage one) |
-    # oracle: each scene's ground truth from images.karpathy on the att_size grid (feature_extract/oracle.py)
+    # oracle: each scene's ground truth from images.captions on the att_size grid (feature_extract/oracle.py)
     arch: Optional[str] = None  # imagenet: required; checkpoint: read from it (if set, must agree)
     weights: str = ""  # imagenet: local torchvision weight file (never downloaded); empty: $TORCH_HOME
 
 
 @dataclass
 class ImagesConfig:
-    karpathy: str = ""  # a caption file (a Karpathy dataset_*.json by default); images at image_root/filepath/filename
+    captions: str = ""  # a caption file, in images.format (a Karpathy dataset_*.json by default): its images
+    karpathy: str = ""  # images.captions' old name, still read (with a one-line note): configs written before it
     format: str = added_later(default=DEFAULT_FORMAT)  # the caption file's format (capdata.captions)
-    image_root: str = ""  # Karpathy only; empty: the json's folder
+    image_root: str = ""  # where the caption file's images lie; empty: the file's folder
     splits: list[str] = field(default_factory=list)  # Karpathy splits kept, in file order; empty: all
     folder: str = ""  # or: every image under this folder (recursive, sorted); ids from file names
 
@@ -70,8 +72,10 @@ CHOICES = {"input.policy": ("square", "short_side"), "dtype": ("float16", "float
            "device": ("auto", "cpu", "cuda")}
 
 
-def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> FeaturesConfig:
-    """Load and validate; a bad value is one CapawareError naming the key and the file."""
+def load_features_config(path: str | Path | None, overrides: list[str] = (),
+                         note_renamed: bool = False) -> FeaturesConfig:
+    """Load and validate; a bad value is one CapawareError naming the key and the file. ``images.karpathy`` (the
+    old name) is read as ``images.captions``; ``note_renamed``: say so in one line (the dump does, once per run)."""
     cfg = load_schema(path, overrides, schema=FeaturesConfig)
     c = ConfigChecks(path, overrides)
     for key, allowed in CHOICES.items():
@@ -80,7 +84,13 @@ def load_features_config(path: str | Path | None, overrides: list[str] = ()) -> 
         c.at_least(key, OmegaConf.select(cfg, key), 1)
     c.at_least("num_workers", cfg.num_workers, 0)
     c.choice("images.format", cfg.images.format, formats_of("caption"))
-    c.need(bool(cfg.images.karpathy) != bool(cfg.images.folder), "images", "set exactly one of images.karpathy "
-           "and images.folder", "images.karpathy=PATH/dataset_coco.json or images.folder=PATH")
+    old = cfg.images.karpathy  # where both are set (a config inheriting the old key, given the new), the new wins
+    c.need(bool(cfg.images.captions or old) != bool(cfg.images.folder), "images", "set exactly one of "
+           "images.captions and images.folder", "images.captions=PATH/dataset_coco.json or images.folder=PATH")
     c.raise_first()
+    if old and note_renamed:
+        print(f"note: {path or 'features config'}: images.karpathy is now images.captions (the old name still works)",
+              file=sys.stderr)
+    if old:  # one name carries the file from here on
+        cfg.images.captions, cfg.images.karpathy = cfg.images.captions or old, ""
     return cfg

@@ -279,22 +279,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    cfg = load_features_config(args.config, args.overrides)
+    cfg = load_features_config(args.config, args.overrides, note_renamed=True)
     if args.skip_bad:
         cfg.skip_bad = True
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "feature_extract", *argv])
     if cfg.backbone.checkpoint == "oracle":  # the scene files themselves (feature_extract.oracle), no network
-        if not cfg.images.karpathy:
-            raise CapawareError(args.config, "backbone.checkpoint: oracle needs images.karpathy",
-                                "name the synthetic set's dataset_coco.json in images.karpathy")
+        if not cfg.images.captions:
+            raise CapawareError(args.config, "backbone.checkpoint: oracle needs images.captions",
+                                "name the synthetic set's dataset_coco.json in images.captions")
         if Path(cfg.out).is_file() and not args.force:
-            check_existing(cfg.out, cfg.images.karpathy, cfg.att_size)
+            check_existing(cfg.out, cfg.images.captions, cfg.att_size)
             print(f"features -> {cfg.out} (already complete (--force to redo))")
         else:
-            print(f"features -> {write_oracle(cfg.images.karpathy, cfg.out, cfg.att_size, command)} (oracle, "
+            print(f"features -> {write_oracle(cfg.images.captions, cfg.out, cfg.att_size, command)} (oracle, "
                   f"{cfg.att_size} x {cfg.att_size} grid)")
-        args.verify and verify_main([cfg.out, "--images", cfg.images.karpathy])
+        args.verify and verify_main([cfg.out, "--images", cfg.images.captions])
         return
     print(summary(dump(cfg, command, force=args.force), cfg))
     if args.verify:
-        verify_main([cfg.out] + (["--images", cfg.images.karpathy] if cfg.images.karpathy else []))
+        verify_main([cfg.out] + (["--images", cfg.images.captions] if cfg.images.captions else []))

@@ -41,17 +41,17 @@ class ImageList:
 
 def list_images(cfg) -> ImageList:
     """The ``images`` config section as an ordered list of files with integer ids."""
-    if cfg.karpathy:
+    if cfg.captions:
 
-        records = read_captions(cfg.karpathy, cfg.format, cfg.image_root or None)
+        records = read_captions(cfg.captions, cfg.format, cfg.image_root or None)
         keep = np.isin(records.splits, list(cfg.splits)) if cfg.splits else np.ones(len(records), bool)
         if not keep.any():
-            raise CapawareError(cfg.karpathy, f"no image in splits {list(cfg.splits)}",
+            raise CapawareError(cfg.captions, f"no image in splits {list(cfg.splits)}",
                                 "set images.splits to splits the file has (or [] for all)")
-        root = Path(cfg.image_root).resolve() if cfg.image_root else Path(cfg.karpathy).resolve().parent
+        root = Path(cfg.image_root).resolve() if cfg.image_root else Path(cfg.captions).resolve().parent
         paths = [p for p, k in zip(records.image_paths, keep) if k]
         names = [_relative(p, root) for p in paths]
-        return ImageList(paths, records.image_ids[keep].astype(np.int64), names, str(cfg.karpathy), str(root))
+        return ImageList(paths, records.image_ids[keep].astype(np.int64), names, str(cfg.captions), str(root))
     root = Path(cfg.folder)
     if not root.is_dir():
         raise CapawareError(root, "image folder not found", "check images.folder")

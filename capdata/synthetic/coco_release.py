@@ -96,7 +96,7 @@ def rehearsal_pipeline(out: Path, coco: Path) -> dict:
     """pipeline_coco.yaml with the tree's paths and SMALL's budgets appended to every entry."""
     cfg = yaml.safe_load(PIPELINE.read_text())
     json_path = coco / "dataset_coco.json"
-    paths = {"stage1": f"data.root={coco}", "features": f"images.karpathy={json_path} images.image_root={coco}",
+    paths = {"stage1": f"data.root={coco}", "features": f"images.captions={json_path} images.image_root={coco}",
              "captioners": f"data.json={json_path}", "rl": f"data.json={json_path}"}
     for stage in SMALL:
         cfg[stage] = [f"{entry} {paths[stage]} {SMALL[stage]}" for entry in cfg[stage]]

@@ -40,7 +40,7 @@ def trained(tmp_path_factory):
     json_path = generate_captions(root / "data", n_train=24, n_test=6, seed=0, size=64, n_val=4)
     backbone = write_checkpoint(root / "backbone.pt", kind="class-pretrained", normalised=False)
     feats = root / "feats.h5"
-    dump(load_features_config(None, [f"backbone.checkpoint={backbone}", f"images.karpathy={json_path}",
+    dump(load_features_config(None, [f"backbone.checkpoint={backbone}", f"images.captions={json_path}",
                                      f"out={feats}", "input.size=64", "att_size=2", "batch_size=4",
                                      "num_workers=0", "dtype=float16", "precision=auto"]), "test", progress=False)
     cfg = load_captioner_config(ROOT / "configs/demo/demo_topdown.yaml", [

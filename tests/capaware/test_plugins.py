@@ -238,7 +238,7 @@ def test_a_loss_a_format_and_a_core_from_outside_run_through_capaware_run_from_a
                                               "loss_args: {power: 0.5}")
                      + f" data.synthetic=null data.root={tsv.parent} data.format=caption_tsv model.init=none"]
     assert "outside_regression" in cfg["stage1"][0]  # no class pretraining: it needs the synthetic scenes' boxes
-    cfg["features"] = [e + f" images.karpathy={tsv} images.format=caption_tsv" for e in cfg["features"]
+    cfg["features"] = [e + f" images.captions={tsv} images.format=caption_tsv" for e in cfg["features"]
                        if "features_cap" in e]
     cfg.update(captioners=[cfg["captioners"][0] + f" model.core=outside_core data.json={tsv} data.format=caption_tsv"
                            " train.epochs=1"],

@@ -74,7 +74,7 @@ def test_coco_alone_lists_each_missing_input_once(tmp_path, monkeypatch):
     run = str(tmp_path / "run")
     stage1 = [load_config(ROOT / "configs/paper/coco_caption.yaml", [f"run_dir={run}", f"data.root={tmp_path}/coco"])]
     features = [load_features_config(ROOT / f"configs/paper/coco_features_{k}.yaml",
-                                     [f"run_dir={run}", f"images.karpathy={tmp_path}/coco/dataset_coco.json"])
+                                     [f"run_dir={run}", f"images.captions={tmp_path}/coco/dataset_coco.json"])
                 for k in ("imagenet", "cap")]
     lines = environment.preflight(["data", "stage1", "features"], stage1, features, run)
     assert len(lines) == 4, lines  # the data folder, the json (one line per features config), resnet101 once
@@ -92,7 +92,7 @@ def test_features_that_do_not_fit_the_disk_are_refused(tmp_path, monkeypatch):
                "sentences": [{"tokens": ["a", "dog"], "raw": "A dog."}]} for i in range(1000)]
     (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": images}))
     cfg = load_features_config(ROOT / "configs/paper/coco_features_imagenet.yaml",
-                               [f"run_dir={tmp_path / 'run'}", f"images.karpathy={tmp_path / 'dataset_coco.json'}"])
+                               [f"run_dir={tmp_path / 'run'}", f"images.captions={tmp_path / 'dataset_coco.json'}"])
     need = 1000 * (14 * 14 + 1) * 2048 * 2  # images x (att cells + fc) x ResNet-101 channels x float16
     assert environment.feature_bytes(cfg, 1000) == need
     free = type("Usage", (), {"free": need - 1})

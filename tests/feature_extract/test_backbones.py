@@ -38,7 +38,7 @@ def world(tmp_path_factory):
 
 def dump(world, arch: str, weights, out, **kw):
     settings = {"backbone.checkpoint": "imagenet", "backbone.arch": arch, "backbone.weights": weights,
-                "images.karpathy": world["json"], "out": out, "input.size": 64, "att_size": 2, "batch_size": 3,
+                "images.captions": world["json"], "out": out, "input.size": 64, "att_size": 2, "batch_size": 3,
                 "num_workers": 0, "dtype": "float32", "precision": "float32", **kw}
     cfg = load_features_config(None, [f"{k}={v}" for k, v in settings.items()])
     return dump_mod.dump(cfg, "test", progress=False)

@@ -83,7 +83,7 @@ def world(tmp_path_factory):
 
 
 def overrides(world, out: Path, backbone: str = "img", **kw) -> list[str]:
-    base = {"backbone.checkpoint": world[backbone], "images.karpathy": world["json"], "out": out,
+    base = {"backbone.checkpoint": world[backbone], "images.captions": world["json"], "out": out,
             "input.size": 64, "att_size": 2, "batch_size": 3, "num_workers": 0, "dtype": "float32",
             "precision": "float32"}  # bit-identical resumes and fixed tolerances, on every CPU
     base.update(kw)
@@ -245,7 +245,7 @@ def test_file_from_another_backbone_is_refused_on_resume(world, tmp_path, capsys
 def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
     data = write_image_set(tmp_path / "data", n=5, corrupt=(3,))
     args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
-            *overrides(world, tmp_path / "f.h5", **{"images.karpathy": data})]
+            *overrides(world, tmp_path / "f.h5", **{"images.captions": data})]
     code, err = cli(args, capsys)
     one_line_error(code, err, "img_003.png", "cannot decode", "--skip-bad")
     code, err = cli(args + ["--skip-bad"], capsys)
@@ -258,7 +258,7 @@ def test_corrupt_image_is_one_line_or_skipped(tmp_path, world, capsys):
     assert verify(tmp_path / "f.h5", str(data)) == []
     first_bad = write_image_set(tmp_path / "data0", n=5, corrupt=(0,))  # the first batch fails: no empty file left
     code, err = cli(["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
-                     *overrides(world, tmp_path / "g.h5", **{"images.karpathy": first_bad})], capsys)
+                     *overrides(world, tmp_path / "g.h5", **{"images.captions": first_bad})], capsys)
     one_line_error(code, err, "img_000.png", "cannot decode")
     assert not (tmp_path / "g.h5").exists()
 
@@ -339,7 +339,7 @@ def test_imagenet_backbone_reads_local_weights_only(world, tmp_path, capsys, mon
 
 def test_folder_source_takes_ids_from_file_names(tmp_path, world):
     write_image_set(tmp_path / "data", n=3)
-    run_dump(world, tmp_path / "f.h5", **{"images.karpathy": "''", "images.folder": tmp_path / "data" / "images"})
+    run_dump(world, tmp_path / "f.h5", **{"images.captions": "''", "images.folder": tmp_path / "data" / "images"})
     with open_features(tmp_path / "f.h5") as feats:
         assert feats.image_id.tolist() == [0, 1, 2]
         assert feats.h5["image_file"].asstr()[()].tolist() == ["img_000.png", "img_001.png", "img_002.png"]
@@ -350,6 +350,23 @@ def test_folder_source_takes_ids_from_file_names(tmp_path, world):
 def test_shipped_feature_configs_load(name):
     cfg = load_features_config(ROOT / "configs" / f"{name}.yaml")
     assert cfg.input.policy == "square" and cfg.input.size // 32 == cfg.att_size
+
+
+def test_images_karpathy_is_read_as_images_captions_with_one_note(tmp_path, capsys):
+    """Issue #58: the caption file's key names its role (images.captions); the old key still loads, with one line
+    from the dump only, and where a config inherits the old key and is given the new one, the new one wins."""
+    old = tmp_path / "old.yaml"
+    old.write_text("images:\n  karpathy: data/dataset_coco.json\nout: f.h5\n")
+    quiet = load_features_config(old)
+    assert (quiet.images.captions, quiet.images.karpathy) == ("data/dataset_coco.json", "")
+    assert capsys.readouterr().err == ""
+    load_features_config(old, note_renamed=True)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "images.karpathy is now images.captions" in err[0] and str(old) in err[0]
+    given = load_features_config(old, ["images.captions=other.json"])
+    assert given.images.captions == "other.json"
+    with pytest.raises(CapawareError, match="set exactly one of images.captions and images.folder"):
+        load_features_config(old, ["images.folder=imgs"])
 
 
 # ------------------------------------------------------------- verify never tracebacks; partial dumps
@@ -404,7 +421,7 @@ def test_first_image_corrupt_leaves_no_file_and_rerun_after_fixing_completes(wor
     data = write_image_set(tmp_path / "data", n=5, corrupt=(0,))
     out = tmp_path / "feats.h5"
     args = ["--config", str(ROOT / "configs/demo/demo_features_img.yaml"),
-            *overrides(world, out, **{"images.karpathy": data})]
+            *overrides(world, out, **{"images.captions": data})]
     code, err = cli(args, capsys)
     one_line_error(code, err, "img_000.png", "cannot decode")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no feats.h5, no .partial, no temp file
