@@ -27,7 +27,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
-# (the pipeline checks it again, with everything else its stages need: eval/environment.py).
+# (the pipeline checks it again, with everything else its stages need: capaware/preflight.py).
 JAVA_FIX := install Java 8 or later: sudo apt-get install -y openjdk-17-jre-headless (Debian, Ubuntu) \
   or brew install openjdk@17 (macOS); then `java -version` must work
 JAVA_ERROR := error: java: no Java runtime on PATH; the demo scores its captions with the PTB tokenizer and METEOR, \

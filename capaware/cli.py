@@ -114,7 +114,7 @@ COMMANDS = {
     "plan": Command("what a pipeline will cost here before it runs: each stage's time, disk and peak memory",
                     "capaware plan configs/paper/pipeline_coco.yaml", delegate("capaware.plan", "plan")),
     "doctor": Command("what this machine has for capaware: Java, METEOR, SPICE, torch, CPU/GPU, weights",
-                      "capaware doctor --quick", delegate("eval.doctor", "doctor")),
+                      "capaware doctor --quick", delegate("capaware.doctor", "doctor")),
 }
 
 

@@ -8,7 +8,7 @@ fingerprint of the stage before it), so the shell script stays a plain loop. Act
     validate               load every stage config through its stage's validator (pipeline.sh: first)
     preflight FROM TO [--force]  what the stages still to run in FROM..TO need (Java, weights, data, disk,
                            the caption graph's memory; LOCAL_WORLD_SIZE: ranks per machine): one line per
-                           problem, exit 2; warnings (cores, network filesystems) do not stop it (eval.environment)
+                           problem, exit 2; warnings (cores, network filesystems) do not stop it (capaware.preflight)
     stages                 the stage names, in order
     commands STAGE         one shell command per line
     outputs STAGE          the paths the stage writes (every one inside the run folder)
@@ -153,7 +153,7 @@ class Plan:
                 or (marker / f"{s}.done").read_text().strip() != self.fingerprint(s)]
 
     def preflight(self, first: str, last: str, force: bool = False) -> list[str]:
-        from eval.environment import preflight, preflight_warnings
+        from capaware.preflight import preflight, preflight_warnings
 
         pending = self.pending(first, last, force)
         stage1, features = [self._stage1(e) for e in self.stage1], [self._features(e) for e in self.features]

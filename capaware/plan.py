@@ -210,7 +210,7 @@ class Planner:
 
     # -- features -----------------------------------------------------------------------------------------
     def feature_dumps(self) -> StagePlan:
-        from eval.environment import feature_bytes
+        from capaware.preflight import feature_bytes
 
         plan = StagePlan("features", 1)
         for c in self.features:

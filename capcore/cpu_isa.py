@@ -82,5 +82,5 @@ def cpu_model() -> str:
 
 def cpu_line() -> str:
     """The CPU and the instruction set torch uses on it, printed beside every timing (benchmarks,
-    ``eval.doctor``): figures from a CPU with native bfloat16 say so there."""
+    ``capaware.doctor``): figures from a CPU with native bfloat16 say so there."""
     return f"{cpu_model()}, instruction set {cpu_isa().name}"

@@ -97,7 +97,7 @@ def ptb_tokenize(sentences: list[str]) -> list[str]:
                               capture_output=True)
     if proc.returncode != 0:
         raise CapawareError(jar, f"PTB tokenizer failed: {proc.stderr.decode(errors='replace').strip()[-300:]}",
-                            "run python -m eval.doctor")
+                            "run python -m capaware.doctor")
     lines = proc.stdout.decode("utf-8", errors="replace").splitlines()
     missing = len(sentences) - len(lines)
     if missing > 0 and all(not _clean(s) for s in sentences[len(lines):]):
@@ -232,7 +232,7 @@ def spice_score(ids: list[int], hyps: list[str], refs: list[list[str]], corenlp:
                                   text=True)
         if proc.returncode != 0:
             raise CapawareError("SPICE", f"java exited {proc.returncode}: {proc.stderr.strip()[-400:]}",
-                                "run python -m eval.doctor; pass --no-spice to score without it")
+                                "run python -m capaware.doctor; pass --no-spice to score without it")
         results = {int(r["image_id"]): r["scores"]["All"]["f"] for r in json.loads(out_file.read_text())}
     # SPICE gives no F-score (0/0) for a caption without words; such a caption scores 0, as elsewhere.
     per = [0.0 if not hyp.strip() else float(results[i]) if results.get(i) is not None else float("nan")

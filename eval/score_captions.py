@@ -97,7 +97,7 @@ def _score_meteor(out: Scores, put, ids: list[int], res: dict, gts: dict, meteor
                 total, per = m.score([res[i][0] for i in ids], [gts[i] for i in ids])
             put("METEOR", total, per)
         except jv.MeteorError as err:
-            out.unavailable["METEOR"] = f"{err}; run python -m eval.doctor"
+            out.unavailable["METEOR"] = f"{err}; run python -m capaware.doctor"
 
 
 def _score_spice(out: Scores, put, ids: list[int], res: dict, gts: dict, spice: bool,

@@ -5,7 +5,7 @@ word vectors) and its own searcher, so its memory grows with the number of train
 113,287 images one worker peaks near 2.7 GB, and the 16 workers a 16-core machine would start need
 about 45 GB. ``graph.workers: null`` (the default) takes the cores' count capped by the memory this
 machine has left; a number the user sets is kept, and the preflight refuses it in one line when it
-cannot fit (eval.environment).
+cannot fit (capaware.preflight).
 
 The per-worker line is the least-squares fit through peaks measured by
 ``benchmarks/bench_caption_graph_memory.py`` at 2,500-20,000 images (a COCO-sized vocabulary, 300-D vectors) and

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from capcore.errors import run_cli
-from capcore.json_files import read_json_files
+from studies.json_files import read_json_files
 
 TARGET = 0.5
 

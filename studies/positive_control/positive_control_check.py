@@ -27,7 +27,7 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from capcore.json_files import read_json_files
+from studies.json_files import read_json_files
 from studies.declaration import load_declaration
 
 GROUP = "colour"

@@ -13,7 +13,7 @@ import argparse
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError, run_cli
-from capcore.json_files import read_json_files
+from studies.json_files import read_json_files
 
 
 def main(argv: list[str] | None = None) -> None:

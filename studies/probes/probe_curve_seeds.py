@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from capcore.errors import CapawareError, run_cli
-from capcore.json_files import read_json_files
+from studies.json_files import read_json_files
 
 
 def load(paths: list[str]) -> list[dict]:

@@ -53,7 +53,7 @@ EOF
   sed "s|^run_dir: .*|run_dir: $raw|" configs/study/pipeline_trunks_raw.yaml >"$raw/pipeline.yaml"
   step "trunk $t: standardisation check, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh \
     "$raw/pipeline.yaml" "$raw" "${seeds[@]}" --results "$raw/results/table1" --machine "$machine"
-  python -m eval.feature_scale Img="$dir/features/img.h5" Cap="$dir/features/cap.h5" \
+  python -m studies.trunks.feature_scale Img="$dir/features/img.h5" Cap="$dir/features/cap.h5" \
     Cap-shuffled="$dir/features/cap_shuffled.h5" Img-adapted="$dir/features/img_adapted.h5" \
     --out "$dir/results/feature_scale.md" >/dev/null
 done
@@ -75,6 +75,6 @@ step "probes over trunks" bash -c "python -m studies.probes.probe --karpathy $re
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/probe \
   && python -m studies.probes.grid_probe --karpathy $refs --features ${feats[*]} \
   --paired Cap=Img Cap=Cap-shuffled Img-adapted=Img --out $run/results/grid_probe"
-python -m eval.feature_scale "${scale[@]}" --out "$run/results/feature_scale.md" >/dev/null
+python -m studies.trunks.feature_scale "${scale[@]}" --out "$run/results/feature_scale.md" >/dev/null
 echo "Table 1 over trunks: $run/results/trunks/table1_trunks.md; probes: $run/results/{probe,grid_probe}/;" \
   "feature scale: $run/results/feature_scale.md"

@@ -56,7 +56,7 @@ def test_the_tiny_pipelines_estimate_is_its_counts_times_the_probes(tmp_path, mo
 
 @pytest.mark.timeout(300)
 def test_capaware_plan_prints_every_stage_and_the_feature_files_disk(tmp_path):
-    from eval.environment import feature_bytes
+    from capaware.preflight import feature_bytes
     from feature_extract.config import load_features_config
 
     out = subprocess.run([sys.executable, "-m", "capaware", "plan", str(TINY), "--run", str(tmp_path / "run"), "--json",

@@ -190,7 +190,7 @@ def test_without_java_ptb_is_an_error_and_simple_tokenizer_still_scores(files, m
 
 @needs_java
 def test_doctor_quick(capsys):
-    from eval.doctor import main as doctor
+    from capaware.doctor import main as doctor
 
     assert doctor(["--quick", "--corenlp-dir", "/nonexistent"]) == 0
     out = capsys.readouterr().out

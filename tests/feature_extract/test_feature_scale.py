@@ -1,4 +1,4 @@
-"""feature_extract.stats and eval.feature_scale (issue #46): norms and channel statistics against numpy."""
+"""feature_extract.stats and studies.trunks.feature_scale (issue #46): norms and channel statistics against numpy."""
 from __future__ import annotations
 
 import h5py
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError
-from eval.feature_scale import main
+from studies.trunks.feature_scale import main
 from feature_extract.stats import channel_stats, mean_norms
 
 

@@ -454,9 +454,9 @@ def test_dump_killed_before_its_first_batch_is_only_a_partial_file_and_reruns(wo
 
 
 def test_preflight_disk_estimate_is_the_dumped_arrays_size(world, tmp_path):
-    """eval.environment's bound of a features file (what it checks against free disk before a run) equals the
+    """capaware.preflight's bound of a features file (what it checks against free disk before a run) equals the
     att and fc arrays a real dump writes, for a trunk whose width it knows (resnet18: 512 channels)."""
-    from eval.environment import caption_images, feature_bytes
+    from capaware.preflight import caption_images, feature_bytes
 
     run_dump(world, tmp_path / "f.h5", **{"backbone.arch": "resnet18"})
     cfg = load_features_config(None, overrides(world, tmp_path / "f.h5", **{"backbone.arch": "resnet18"}))

@@ -1,7 +1,7 @@
 """Every repository path that README.md and docs/ name exists: links, and file or folder names in code
 spans (``configs/demo/demo_pose.yaml``, ``capdata/readers/*``, ``configs/paper/coco_{att2all2,topdown}[_scst].yaml``).
 
-Run outputs (``runs/...``), module names (``eval.doctor``) and placeholders (``<name>``, ``$RUN``) are not
+Run outputs (``runs/...``), module names (``capaware.doctor``) and placeholders (``<name>``, ``$RUN``) are not
 repository paths and are skipped; a name whose first folder is not one of the repository's is too.
 """
 import glob
@@ -62,7 +62,7 @@ def test_every_path_a_page_names_exists(page):
 
 def test_the_checker_sees_spans_braces_options_and_line_references(tmp_path):
     text = ("`capdata/readers/*` `configs/paper/coco_{att2all2,topdown}[_scst].yaml` `rl/cider.py:40-52` "
-            "`runs/demo/x.json` `eval.doctor` `bash scripts/pipeline.sh configs/nope.yaml run_dir=r`")
+            "`runs/demo/x.json` `capaware.doctor` `bash scripts/pipeline.sh configs/nope.yaml run_dir=r`")
     assert repo_paths(text) == {"capdata/readers/*", "configs/paper/coco_{att2all2,topdown}[_scst].yaml", "rl/cider.py",
                                 "scripts/pipeline.sh", "configs/nope.yaml"}
     assert exists("configs/paper/coco_{att2all2,topdown}[_scst].yaml", ROOT) and exists("capdata/readers/*", ROOT)

@@ -29,7 +29,7 @@ RUN_HERE = (  # in README's order of use; each as README prints it
     "capaware caption --model model.capaware photos/ --out preds.json --attention att/",
     "bash scripts/stage1_embedder.sh configs/demo/demo_pose.yaml run_dir=runs/demo",
     "capaware doctor",
-    "python -m eval.doctor",
+    "python -m capaware.doctor",
     "capaware doctor --config configs/paper/pipeline_coco.yaml",
     "capaware plan configs/paper/pipeline_coco.yaml --counts 113287,5000,5000 --figures "
     "benchmarks/results/plan_figures_h200.json [--gpus 8]",

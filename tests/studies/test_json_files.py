@@ -1,8 +1,8 @@
-"""capcore.json_files: result files read in order, a missing or half-written one stopped in one line."""
+"""studies.json_files: result files read in order, a missing or half-written one stopped in one line."""
 import pytest
 
 from capcore.errors import CapawareError
-from capcore.json_files import read_json_files
+from studies.json_files import read_json_files
 
 
 def test_files_are_read_in_order_and_bad_ones_named(tmp_path):

@@ -1,5 +1,5 @@
 """Check what the pipeline needs on this machine:
-``python -m eval.doctor [--config PIPELINE.yaml | --arch resnet101] [--quick]``.
+``python -m capaware.doctor [--config PIPELINE.yaml | --arch resnet101] [--quick]``.
 
 One line per check: ok / MISSING / warn, the finding, and the fix when something is missing. Required
 (exit status 1 when missing): Java, the PTB tokenizer, METEOR, torch. Optional (reported, exit 0):
@@ -9,7 +9,7 @@ SPICE's CoreNLP models (every other metric runs without them), torchvision, a GP
 With ``--config``, a pipeline config's own needs are required too: the ImageNet weights of every
 architecture its stages load (the paper's pose and layout configs use resnet34, its caption ones
 resnet101), its real data folders and image lists, and the disk its feature files take. The checks are
-eval/environment.py's (which the pipeline's preflight uses too); this module prints them.
+capaware/preflight.py's (which the pipeline's preflight uses too); this module prints them.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import argparse
 import sys
 
 from capcore.errors import CapawareError
-from eval import environment as env
-from eval.environment import Check
+from capaware import preflight as env
+from capaware.preflight import Check
 
 
 def main(argv: list[str] | None = None) -> int:

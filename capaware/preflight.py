@@ -1,6 +1,6 @@
 """Every check of what capaware needs on this machine, in one module: the tools (Java, the PTB tokenizer,
 METEOR, SPICE's models, torch), the ImageNet weights, and what a pipeline's stages will read, write and hold.
-Two fronts use it: ``capaware doctor`` (eval/doctor.py) reports every check, and the pipeline's ``preflight``
+Two fronts use it: ``capaware doctor`` (capaware/doctor.py) reports every check, and the pipeline's ``preflight``
 (below; capaware.pipeline_plan) stops a run in its first seconds on what its pending stages would hit.
 
 Preflight: what a pipeline's pending stages will need, checked in seconds before the first one starts.

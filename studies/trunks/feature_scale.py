@@ -1,4 +1,4 @@
-"""``python -m eval.feature_scale LABEL=FEATS.h5 ... [--out FILE.md]``: each feature set's scale, the mean L2
+"""``python -m studies.trunks.feature_scale LABEL=FEATS.h5 ... [--out FILE.md]``: each feature set's scale, the mean L2
 norm of an ``att`` cell and of ``fc`` (issue #46). The captioners read these numbers raw unless
 ``model.standardise`` is set; a set ten times larger than another meets the same learning rate and init."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Before the first stage: what the pending stages need (eval.environment), each missing thing one line, in
+"""Before the first stage: what the pending stages need (capaware.preflight), each missing thing one line, in
 seconds. Java for the captioners, torchvision's ImageNet files under either release name, real data
 folders, and the disk of the feature files."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from capcore.errors import CapawareError
 from embedder.config import load_config
 from embedder.model import imagenet_releases, imagenet_weight_file
-from eval import environment
+from capaware import preflight as environment
 from feature_extract.config import load_features_config
 from tests.pipeline_helpers import ROOT, TINY, env
 
@@ -105,8 +105,9 @@ def test_features_that_do_not_fit_the_disk_are_refused(tmp_path, monkeypatch):
 
 def test_doctor_checks_every_architecture_a_pipeline_config_loads(tmp_path):
     e = dict(env(), TORCH_HOME=str(tmp_path))
-    out = subprocess.run(["python", "-m", "eval.doctor", "--quick", "--config", "configs/paper/pipeline_paper.yaml"],
-                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(["python", "-m", "capaware.doctor", "--quick", "--config",
+                          "configs/paper/pipeline_paper.yaml"], cwd=ROOT, env=e, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 1
     missing = [ln.split()[2] for ln in out.stdout.splitlines() if ln.startswith("MISSING ImageNet")]
     assert missing == ["resnet34", "resnet101"], out.stdout  # pose and layout use resnet34, captions resnet101
