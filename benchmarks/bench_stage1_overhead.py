@@ -49,7 +49,7 @@ from embedder.config import load_config  # noqa: E402
 from embedder.data import ImageBank  # noqa: E402
 from embedder.model import build_model  # noqa: E402
 from embedder.retrieval import ndcg_at_k, retrieve  # noqa: E402
-from embedder.study import embed, oracle  # noqa: E402
+from embedder.rows import embed, oracle  # noqa: E402
 from embedder.track import prepare_track  # noqa: E402
 from embedder.train import memory_format, train_method  # noqa: E402
 

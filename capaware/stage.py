@@ -5,7 +5,7 @@ commands, so that they live in the package and run from a non-editable install (
 
 - ``data``: generate (the embedded default) and check every file of a stage-one config's dataset, and of its
   class-pretraining set (capdata.prepare); ``--only track|pretrain`` checks one of the two;
-- ``stage1``: train every method of a stage-one config, evaluate retrieval, write its tables (embedder.study);
+- ``stage1``: train every method of a stage-one config, evaluate retrieval, write its tables (embedder.rows);
 - ``features``: dump a backbone's att/fc features to HDF5, then verify them, in one process (feature_extract);
 - ``xe``: cross-entropy training (captioners.xe; labels.h5 / vocab.json written on first use);
 - ``scst``: self-critical training from the matching XE run's best.pt (rl.scst).
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     if kind == "data":
         data(config, rest)
     elif kind == "stage1":
-        from embedder.study import main as study
+        from embedder.rows import main as study
         study(["--config", config, *rest])
     elif kind == "features":
         from feature_extract.dump import main as dump

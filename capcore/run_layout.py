@@ -59,7 +59,7 @@ class RunDir(_Folder):
         return self.root / "report"
 
     def study_manifest(self, study: str) -> Path:
-        """A study's StudyManifest, beside its tables (embedder.study writes both)."""
+        """A study's StudyManifest, beside its tables (embedder.rows writes both)."""
         return self.results(study) / MANIFEST
 
     def retrieval_json(self, study: str) -> Path:
@@ -97,7 +97,7 @@ class TrainDir(_Folder):
 
 @dataclass(frozen=True)
 class StudyDir(_Folder):
-    """A stage-one study (``embedder.study``'s out_dir)."""
+    """A stage-one study (``embedder.rows``'s out_dir)."""
 
     @property
     def config(self) -> Path:

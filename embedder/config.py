@@ -181,7 +181,7 @@ class EvalConfig:
 
 @dataclass
 class Stage1Config(RunConfig):
-    """A stage-one study (python -m embedder.study) or one of its rows (python -m embedder.train): the
+    """A stage-one study (python -m embedder.rows) or one of its rows (python -m embedder.train): the
     track's data and labels, the neighbour graph, the network, the loop, the rows and their evaluation."""
     data: DataConfig = field(default_factory=DataConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)

@@ -6,7 +6,7 @@
 
 Why: the exact COCO caption graph is hours of CPU; its rows are independent (each query is searched
 over all N items), so N machines can each compute a contiguous range of rows with the same code that
-``embedder.study`` uses (``embedder.spaces.build_graph`` with ``rows``). Each shard is one HDF5 file
+``embedder.rows`` uses (``embedder.spaces.build_graph`` with ``rows``). Each shard is one HDF5 file
 ``<out_dir>/labels.shards/shard_I_of_N.h5`` (written atomically; a rerun skips a finished one; a
 caption shard also resumes its chunks in ``<out_dir>/labels.chunks`` like a study does). ``merge``
 checks every shard against this config's label space and writes ``<out_dir>/labels.h5`` with the
@@ -188,7 +188,7 @@ def merge_shards(cfg, n_shards: int | None = None, config_name: str = "CFG", ove
     write_graph(out, np.concatenate(idx), np.concatenate(dist), {**attrs, **identity, "merged_shards": n_shards})
     if progress:
         print(f"merged {n_shards} shards -> {out}: {n} items x {m} neighbours ({space.name}); "
-              f"embedder.study will reuse it")
+              f"embedder.rows will reuse it")
     return out
 
 

@@ -1,6 +1,6 @@
 """A study's data, ready to train and evaluate: records read, label spaces and neighbour graph built.
 
-Stage one's training CLI (``embedder.train``), its study (``embedder.study``) and the sharded graph
+Stage one's training CLI (``embedder.train``), its study (``embedder.rows``) and the sharded graph
 build (``embedder.graph_shards``) all start here, so each prepares a track the same way.
 """
 from __future__ import annotations

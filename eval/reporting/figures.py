@@ -10,7 +10,7 @@ from PIL import Image
 
 from capdata.records import MPII_JOINTS
 
-SWEEP_ROW = re.compile(r"(.+) (\d+)-D")  # a dimension sweep's row: "<method> <d>-D" (embedder.study)
+SWEEP_ROW = re.compile(r"(.+) (\d+)-D")  # a dimension sweep's row: "<method> <d>-D" (embedder.rows)
 
 
 def _plt():

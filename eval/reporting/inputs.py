@@ -97,7 +97,7 @@ class Study:
         return found
 
     def baseline(self) -> str | None:
-        """The lower-bound row (Untrained / ImageNet / class-pretrained): order 1, as embedder.study writes it."""
+        """The lower-bound row (Untrained / ImageNet / class-pretrained): order 1, as embedder.rows writes it."""
         return next((n for n, r in self.rows.items() if r.get("order") == 1 or n in BOUNDS[1:]), None)
 
     def methods(self) -> list[str]:
@@ -131,7 +131,7 @@ def load_studies(run: Path) -> tuple[list[Study], list[str]]:
         manifest = read_manifest(path.parent / MANIFEST, StudyManifest)
         if manifest is None:
             problems.append(f"{path.parent}: no {MANIFEST} beside retrieval.json (rerun its study: python -m "
-                            "embedder.study --config ... writes both)")
+                            "embedder.rows --config ... writes both)")
             continue
         studies.append(Study(path.parent.name, path.parent, title, rows, *_from_manifest(manifest, run)))
     rank = {t: i for i, t in enumerate(TRACKS)}
@@ -172,7 +172,7 @@ def pose_labels(study: Study, run: Path) -> tuple[np.ndarray | None, str]:
     except Exception as err:  # noqa: BLE001 - a label-less map is still drawn; the caption says why
         return None, f"the pose labels could not be read ({str(err)[:160]})"
     splits = [data.get("query_split", "test"), data.get("db_split", "train")]
-    keep = np.flatnonzero(np.isin(records.splits, splits))  # the evaluation items, as embedder.study picks them
+    keep = np.flatnonzero(np.isin(records.splits, splits))  # the evaluation items, as embedder.rows picks them
     items = read_json(StudyDir(study.run_dir).items) if study.run_dir else None
     paths = items.get("image_paths") if isinstance(items, dict) else None
     tail = lambda p: Path(p).parts[-2:]

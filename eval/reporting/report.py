@@ -43,7 +43,7 @@ from eval.reporting.inputs import (
 )
 
 MARKER = ".capaware-report"  # marks a folder this module wrote, so --out never replaces anything else
-STAGE1 = "scripts/stage1_embedder.sh CONFIG (python -m embedder.study --config CONFIG --results RUN/results)"
+STAGE1 = "scripts/stage1_embedder.sh CONFIG (python -m embedder.rows --config CONFIG --results RUN/results)"
 
 
 @dataclass
@@ -136,7 +136,7 @@ def retrieval_table(study: Study) -> str:
 def study_source(ctx: Context, study: Study) -> str:
     where = f"; study folder {code(ctx.shown(study.run_dir))} (its config.yaml)" if study.run_dir else ""
     return (f"From {code(ctx.shown(study.results_dir / 'retrieval.json'))}, written by "
-            f"{code('python -m embedder.study')} (embedder.retrieval_report.write_report){where}.")
+            f"{code('python -m embedder.rows')} (embedder.retrieval_report.write_report){where}.")
 
 
 def section_retrieval_tables(ctx: Context, studies: list[Study]) -> Section:
@@ -200,14 +200,14 @@ def section_grids(ctx: Context, studies: list[Study]) -> Section:
         sec.add(f"<h3>{esc(study.title)}</h3>")
         if not grids:
             sec.note_missing(f"retrieval grids of {study.name} ({ctx.shown(study.results_dir)}/grid_query*.png)",
-                             "python -m embedder.study (embedder.retrieval_grid.write_grids), or python -m "
+                             "python -m embedder.rows (embedder.retrieval_grid.write_grids), or python -m "
                              f"embedder.retrieval_grid STUDY_FOLDER/retrieval --out {ctx.shown(study.results_dir)}")
         for path in grids:
             ctx.add_image(sec, path, f"img/{anchor(study.name)}/{path.name}", path.stem,
                           f"Query {_query_number(path)} of {esc(study.title)}: one row per method, the query first, "
                           f"then its top results, each titled with its label distance d to the query. "
                           f"{code(ctx.shown(path))}, written by embedder.retrieval_grid.write_grids "
-                          f"({code('python -m embedder.study')}).", "retrieval grid", "embedder.retrieval_grid")
+                          f"({code('python -m embedder.rows')}).", "retrieval grid", "embedder.retrieval_grid")
     return sec
 
 
@@ -224,7 +224,7 @@ def section_sweep(ctx: Context, studies: list[Study]) -> Section:
         ks = [k for k in (10, 50) if k <= study.k_max] or [study.k_max]
         if not sweep_grid(study.rows, ks[0])[1]:
             sec.note_missing(f"{study.name}: no rows named \"<method> <d>-D\" in its retrieval.json",
-                             "python -m embedder.study with dims set in the config")
+                             "python -m embedder.rows with dims set in the config")
             continue
         rel = f"img/{anchor(study.name)}/dims.png"
         plot_sweep(study.rows, ks, study.baseline(), ctx.target(rel), study.title)
@@ -345,7 +345,7 @@ def section_tsne(ctx: Context, studies: list[Study]) -> Section:
                    f"(queries and database) of study {esc(study.name)}; left to right: "
                    f"{', '.join(esc(t) for t, _ in maps)} (baseline before metric learning, then the trained log-ratio "
                    f"embedding). {colour_text} Embeddings from {', '.join(sources)} "
-                   f"(query_emb/db_emb, written by {code('python -m embedder.study')}); "
+                   f"(query_emb/db_emb, written by {code('python -m embedder.rows')}); "
                    "drawn by eval.reporting.report."))
     return sec
 

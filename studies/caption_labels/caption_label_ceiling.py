@@ -34,7 +34,7 @@ from embedder.config import load_config
 from embedder.retrieval import ndcg_at_k, oracle_ranking, retrieve
 from embedder.retrieval_report import load_rows
 from embedder.spaces import word_vectors
-from embedder.study import self_columns
+from embedder.rows import self_columns
 from embedder.track import prepare_track
 
 K = 10

@@ -51,7 +51,7 @@ replicate() {  # seed: stage one and stage two with that seed, timed
   # the label graphs do not depend on the seed (load_or_build_graph checks their attributes before reuse)
   [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] \
     && cp "$run/caption/labels.h5" "$run/caption/eval_labels.h5" "$out/"
-  python -m embedder.study --config "$config" run_dir="$run" seed="$1" out_dir="$out"
+  python -m embedder.rows --config "$config" run_dir="$run" seed="$1" out_dir="$out"
   extract "$1" img class_pretrained/model.pt Img
   extract "$1" cap methods/l_log_ratio_m_dense/model.pt Cap
   extract "$1" cap2 methods/l_triplet_m_dense/model.pt Cap2

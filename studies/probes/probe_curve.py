@@ -3,7 +3,7 @@ the trunk, and when? The positive control of issue #35.
 
 ``python -m studies.probes.probe_curve CAPTION_CONFIG [key=value ...] --every N [--groups colour count ...]``
 
-Runs the config's caption track as ``embedder.study`` does (class pretraining per ``pretrain.targets``, then every
+Runs the config's caption track as ``embedder.rows`` does (class pretraining per ``pretrain.targets``, then every
 row of ``methods``), and every N optimiser steps (and before the first) embeds every image of the caption set
 with the trunk (pooled layer4, as stage two's ``fc``) and fits ``studies.probes.probe``'s linear probes on them: train +
 restval fit, val chooses the L2 strength, test scores. Written to OUT_DIR/probe_curve.{json,md} (one row per row
@@ -37,7 +37,7 @@ from embedder.config import load_config, slug
 from capdata.formats import read_records
 from embedder.data import ImageBank
 from embedder.model import build_model
-from embedder.study import embed, resolve_init
+from embedder.rows import embed, resolve_init
 from embedder.row_labels import row_labels
 from embedder.track import prepare_track
 from embedder.train import train_method

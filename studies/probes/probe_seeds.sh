@@ -25,7 +25,7 @@ replicate() {  # targets seed
   mkdir -p "$out"
   # same labels: reused when they match
   [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] && cp "$run/caption/labels.h5" "$out/"
-  python -m embedder.study --config configs/controls/probe_caption.yaml --results "$out/results" run_dir="$run" \
+  python -m embedder.rows --config configs/controls/probe_caption.yaml --results "$out/results" run_dir="$run" \
     seed="$2" pretrain.targets="$1" out_dir="$out"
   for set in img cap; do
     ckpt="$out/class_pretrained/model.pt"

@@ -9,7 +9,7 @@ of a seed share its queries and data order) is what an ordering claim rests on; 
 ``ahead``/``behind`` only where every seed agrees in sign, else ``not separated``. Rows named with
 ``--beside`` (losses published after the paper, embedder.config.LATER_ROWS) are paired with the reference
 the same way, each with a verdict line of its own, but left out of the claim. Each RESULTS_DIR holds a
-``retrieval.json`` (``embedder.study``).
+``retrieval.json`` (``embedder.rows``).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def load_runs(paths: list[Path]) -> list[dict]:
     for p in paths:
         f = Path(p) / "retrieval.json"
         if not f.is_file():
-            raise CapawareError(f, "no retrieval table", "run python -m embedder.study for that seed first")
+            raise CapawareError(f, "no retrieval table", "run python -m embedder.rows for that seed first")
         runs.append(json.loads(f.read_text())["rows"])
     return runs
 

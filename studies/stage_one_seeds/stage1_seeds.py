@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in sorted(args.seeds):
             extra, res = seed_overrides(cfg, args.run, seed)
             reused, start = res.retrieval_json(cfg.name).is_file(), time.time()
-            cmd = [sys.executable, "-m", "embedder.study", "--config", entry.config, *entry.overrides, *extra,
+            cmd = [sys.executable, "-m", "embedder.rows", "--config", entry.config, *entry.overrides, *extra,
                    "--results", str(res.results_root)]
             print(f"[{cfg.name} seed {seed}] {shlex.join(cmd[1:])}", flush=True)
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)

@@ -23,7 +23,7 @@ from embedder.config import load_config
 from embedder.losses import registry
 from embedder.losses.registry import register_loss
 from embedder.retrieval_report import load_rows
-from embedder.study import run_study
+from embedder.rows import run_study
 from tests.toy_plugins.toy_loss import DistanceRegressionLoss
 from tests.toy_plugins.toy_reader import read_pose_csv
 

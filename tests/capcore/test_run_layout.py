@@ -72,7 +72,7 @@ def test_the_report_takes_a_studys_folder_and_facts_from_its_manifest(tmp_path):
     where.retrieval_json("s").write_text(json.dumps({"title": "s (pose track)", "rows": rows}))
     studies, problems = load_studies(run)
     assert (studies == [] and len(problems) == 1 and "no manifest.json" in problems[0]
-            and "embedder.study" in problems[0])
+            and "embedder.rows" in problems[0])
     write_manifest(where.study_manifest("s"), study_manifest(run), run)
     (known,), _ = load_studies(run)
     assert known.run_dir == study.root and known.track == "layout" and known.sweep

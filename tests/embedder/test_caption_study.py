@@ -9,7 +9,7 @@ from capdata.formats import read_records
 from embedder.labels.graph import read_graph
 from embedder.retrieval_report import load_rows
 from embedder.spaces import make_spaces
-from embedder.study import run_study
+from embedder.rows import run_study
 
 
 def tiny_cfg(tmp, *extra):

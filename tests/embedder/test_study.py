@@ -7,7 +7,7 @@ import pytest
 from embedder.config import load_config
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import dims_table, load_rows, write_report
-from embedder.study import run_study
+from embedder.rows import run_study
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ def test_split_trunk_composes_to_the_trunk():
 
 
 def test_frozen_stages_keep_their_weights_and_statistics(tmp_path):
-    from embedder.study import prepare_track
+    from embedder.rows import prepare_track
     from embedder.train import train_method
 
     cfg = load_config("configs/demo/demo_pose.yaml", [

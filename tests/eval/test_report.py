@@ -1,6 +1,6 @@
 """eval.reporting.report + eval.reporting.check on a small but real run folder.
 
-The folder is written by the stages' own writers (embedder.study.write_retrieval/write_items,
+The folder is written by the stages' own writers (embedder.rows.write_retrieval/write_items,
 embedder.retrieval_report.write_report, embedder.retrieval_grid.write_grids, eval.reporting.results_table.write_table,
 eval.attention_maps.plot_attention) and then moved, so every path recorded inside it is stale and the
 report has to find its inputs from the folder itself. Some inputs are left out on purpose (the
@@ -24,7 +24,7 @@ from capdata.readers.pose_json import read_pose_json
 from capdata.records import MPII_JOINTS, select
 from embedder.retrieval_grid import write_grids
 from embedder.retrieval_report import write_report
-from embedder.study import write_items, write_retrieval
+from embedder.rows import write_items, write_retrieval
 from eval.reporting import check as report_check
 from eval.reporting.report import main as report_main
 from eval.reporting.check import check_dom
@@ -71,7 +71,7 @@ def write_poses(root: Path) -> np.ndarray:
 
 
 def write_study(run: Path, name: str, track: str, dims: list[int], poses: Path, rows: dict[str, np.ndarray | None]):
-    """A study folder as embedder.study leaves it, and its manifest under RUN/results/tiny_<name>;
+    """A study folder as embedder.rows leaves it, and its manifest under RUN/results/tiny_<name>;
     ``rows``: method name -> [N, D] embeddings (None: Oracle)."""
     folder = run / name
     losses = {row: "log_ratio" if "Log-ratio" in row or row == "LR" else "triplet" for row in rows}

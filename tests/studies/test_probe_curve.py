@@ -37,7 +37,7 @@ def test_probed_training_ends_at_the_unprobed_weights(tmp_path, caption_root):
                  *tiny(caption_root, tmp_path / "curve"),
                  "--every", "2", "--groups", "colour", "count"])
     assert curve.returncode == 0, curve.stderr[-2000:]
-    plain = run(["-m", "embedder.study", "--config", "configs/demo/demo_caption.yaml",
+    plain = run(["-m", "embedder.rows", "--config", "configs/demo/demo_caption.yaml",
                  *tiny(caption_root, tmp_path / "plain")])
     assert plain.returncode == 0, plain.stderr[-2000:]
     a = torch.load(tmp_path / "curve/methods/l_log_ratio_m_dense/model.pt", weights_only=True)

@@ -1,8 +1,10 @@
-"""A retrieval study: ``python -m embedder.study --config configs/demo/demo_pose.yaml``.
+"""Every row of a stage-one config: ``python -m embedder.rows --config configs/demo/demo_pose.yaml``.
 
-Trains every method of the config, embeds the query and database splits, and writes one retrieval
-file per row (Oracle, Untrained, each method) that ``embedder.retrieval_report`` turns into tables and
-plots. Each step skips what is already on disk, so a rerun after a kill continues.
+The pipeline's stage one (one such run per track, which the configs and run folders call a stage-one study; the
+research layer is studies/, a package of its own). Trains every method of the config, embeds the query and
+database splits, and writes one retrieval file per row (Oracle, Untrained, each method) that
+``embedder.retrieval_report`` turns into tables and plots. Each step skips what is already on disk, so a rerun
+after a kill continues.
 """
 from __future__ import annotations
 
@@ -233,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     if not distributed.is_main():
         return
     results = Path(args.results) / cfg.name if args.results else RunDir(cfg.run_dir).results(cfg.name)
-    command = shlex.join(["python", "-m", "embedder.study", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(["python", "-m", "embedder.rows", *(argv if argv is not None else sys.argv[1:])])
     with watch.phase("tables and grids"):
         print(write_report(ret_dir, results, title=f"{cfg.name} ({cfg.data.track} track)", command=command))
         grids = write_grids(ret_dir, results, queries=[0, 1, 2], top=8)
