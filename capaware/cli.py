@@ -112,7 +112,8 @@ COMMANDS = {
                          "capaware grounding runs/demo/captioners/cap_topdown",
                          delegate("eval.grounding", "grounding")),
     "plan": Command("what a pipeline will cost here before it runs: each stage's time, disk and peak memory",
-                    "capaware plan configs/paper/pipeline_coco.yaml", delegate("capaware.plan", "plan")),
+                    "capaware plan configs/paper/pipeline_coco.yaml --counts 113287,5000,5000",
+                    delegate("capaware.plan", "plan")),
     "doctor": Command("what this machine has for capaware: Java, METEOR, SPICE, torch, CPU/GPU, weights",
                       "capaware doctor --quick", delegate("capaware.doctor", "doctor")),
 }

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from capcore import machine
-from capcore.errors import CapawareError
+from capcore.errors import CapawareError, run_cli
 from capdata.captions import in_split, read_captions
 from capcore.pipeline_config import Entry, jobs_of, load_pipeline
 from embedder.backbones import width
@@ -98,7 +98,11 @@ def stage_one_counts(c, given: Counts | None = None) -> Counts:
         return synthetic_counts(c.data.synthetic, c.data.track)
     if given is not None and not Path(c.data.root).exists():
         return given
-    splits = read_records(c.data).splits
+    try:
+        splits = read_records(c.data).splits
+    except CapawareError as err:  # real data elsewhere: plannable from its split sizes alone
+        raise CapawareError(err.where, err.problem, f"{err.fix}; or plan without it: --counts TRAIN,VAL,TEST") \
+            from None
     train = int(sum((splits == s).sum() for s in train_splits(c.data)))
     return Counts(train, int((splits == "val").sum()), int((splits == "test").sum()))
 
@@ -395,4 +399,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(lambda: sys.exit(main()))

@@ -4,12 +4,14 @@ Each probe builds the real model at the config's sizes, runs one warm-up step an
 on random inputs (the cost of a step does not depend on the values). A CPU probe of a large batch runs a
 few images and scales per image, since a CPU's time grows linearly with the batch at these sizes; a GPU
 probe runs the whole batch, where small batches would understate its throughput. Every probe is
-memoised by its arguments, so a pipeline of many configs of one shape probes once.
+memoised by its arguments, so a pipeline of many configs of one shape probes once. Each probe says on stderr
+what it times and, when done, how long it took: at paper sizes on a CPU, planning takes minutes.
 """
 from __future__ import annotations
 
 import functools
 import statistics
+import sys
 import time
 
 import torch
@@ -22,12 +24,28 @@ WHOLE_BATCH_SECONDS = 2.0
 """A CPU batch whose step would take less than this is timed whole (small images, small trunks)."""
 
 
+def _announced(describe):
+    """A probe that says on stderr what it times before it starts, and how long it took (progress for a plan
+    whose probes take minutes); under ``functools.lru_cache``, so a memoised answer says nothing."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def probe(*args, **kwargs):
+            print(f"capaware plan: timing {describe(*args, **kwargs)}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            print(f"capaware plan:   done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+            return out
+        return probe
+    return wrap
+
+
 def _timed(step, repeats: int = 5) -> float:
     """The median of ``repeats`` timed calls after two warm-ups (first-call allocations, the optimiser's
     state, oneDNN's kernels): a busy core slows some calls, rarely the median. A step slower than a second
-    (paper sizes on a CPU) is timed once after one warm-up, so that planning stays a matter of minutes."""
+    (paper sizes on a CPU) is the median of three calls after one warm-up: one call alone, as before, let a
+    single slow call set the estimate, and two plans of one config on one machine differed by 2-4x (issue #58)."""
     if _seconds(step) > 1.0:
-        return _seconds(step)
+        return statistics.median(_seconds(step) for _ in range(3))
     step()
     times = []
     for _ in range(repeats):
@@ -38,6 +56,8 @@ def _timed(step, repeats: int = 5) -> float:
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda arch, batch, size, train, precision, device, *rest, **kw:
+            f"one {arch} {'training' if train else 'forward'} step of {batch} images at {size} px ({device})")
 def trunk_seconds(arch: str, batch: int, size: int, train: bool, precision: str, device: str,
                   freeze: str = "none", threads: int = 1) -> float:
     """Seconds of one step of a stage-one trunk on ``batch`` images of ``size`` px: forward, backward and an
@@ -83,6 +103,8 @@ def trunk_seconds(arch: str, batch: int, size: int, train: bool, precision: str,
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda core, sizes, vocab, batch, seq_per_img, max_len, kind, *rest, **kw:
+            f"one {core} {kind} step of {batch} images")
 def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_img: int, max_len: int,
                       kind: str, samples: int = 5, device: str = "cpu", threads: int = 1) -> float:
     """Seconds of one captioner step: ``xe`` (teacher-forced forward, loss, backward, Adam), ``scst`` (the
@@ -128,6 +150,7 @@ def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_i
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda: "the start of a stage command (importing torch)")
 def process_seconds() -> float:
     """Seconds a stage command spends starting: a Python process importing torch, torchvision and h5py."""
     import subprocess
@@ -146,6 +169,7 @@ def _seconds(fn) -> float:
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda images: f"scoring (the PTB tokenizer and METEOR in Java) for {images} images")
 def scoring_seconds(images: int) -> float:
     """Seconds to score ``images`` captions with pycocoevalcap (the PTB tokenizer and METEOR are Java processes
     started per call): the line through 2 and 20 images; 0 where Java is missing (the preflight refuses the

@@ -63,6 +63,8 @@ def test_capaware_plan_prints_every_stage_and_the_feature_files_disk(tmp_path):
                           str(tmp_path / "plan.json")], cwd=ROOT, env=env(), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "| stage | commands | time | disk | peak RAM |" in out.stdout
+    timing = [line for line in out.stderr.splitlines() if line.startswith("capaware plan: timing ")]
+    assert timing and len(timing) == out.stderr.count("capaware plan:   done in ")  # each probe says it is busy
     got = json.loads((tmp_path / "plan.json").read_text())
     assert list(got) == ["data", "stage1", "features", "captioners", "rl"]
     assert all(s["seconds"] > 0 for s in got.values())
@@ -85,3 +87,19 @@ def test_the_stored_h200_figures_are_the_benchmark_outputs_they_cite():
     for r in figures["captioner"]:
         line = next(ln for ln in printed.splitlines() if ln.strip().startswith(r["core"]))
         assert f"batch {r['batch']} " in line and f"{1e3 * r['seconds']:.1f} ms/step" in line, r
+
+
+def test_a_slow_probe_is_the_median_of_three_calls_not_one(monkeypatch):
+    """Issue #58: a probe step slower than a second was timed once, so one slow call on a busy core set the plan
+    (two plans of one config differed 2-4x); it is now the median of three calls after the warm-up."""
+    calls = iter([2.0, 9.0, 2.1, 2.2])  # the warm-up, then one slow call among three
+    monkeypatch.setattr(plan.probe, "_seconds", lambda step: next(calls))
+    assert plan.probe._timed(lambda: None) == 2.2
+
+
+def test_planning_real_data_that_is_not_here_is_one_line_that_names_counts(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(plan.probe, "process_seconds", lambda: 0.0)
+    monkeypatch.setattr(plan, "generator_seconds", lambda *a: 0.0)
+    with pytest.raises(plan.CapawareError) as err:
+        plan.main([str(ROOT / "configs/paper/pipeline_coco.yaml"), "--run", str(tmp_path / "run")])
+    assert "not found" in err.value.problem and "--counts TRAIN,VAL,TEST" in err.value.fix
