@@ -56,9 +56,10 @@ class ImageCaptioner:
     def __init__(self, model: ModelFile, device: str = "auto", precision: str = "auto"):
         self.file, self.device = model, pick_device(device)
         prep = model.preprocessing
-        trunk = Embedder(prep.arch, 1)
+        trunk = Embedder(prep.arch, 1)  # any backbone of the table: a ResNet's trunk or a GridTrunk
         trunk.trunk.load_state_dict(model.backbone["state"])
         trunk.head = torch.nn.Identity()
+        trunk.norm = (tuple(prep.mean), tuple(prep.std))  # the file's normalisation, which made the features
         self.extract = Extractor(trunk.eval(), self.device, prep.att_size, precision, channels_last=True)
         self.model = build_captioner(dict(model.card.model_args))
         self.model.load_state_dict(model.captioner_state)

@@ -17,7 +17,7 @@ from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
 from capdata.captions import synthetic_note
 from captioners.card import CaptionerCard
-from embedder.data import IMAGENET_MEAN, IMAGENET_STD
+from embedder.backbones import backbone as backbone_entry
 from feature_extract.backbone import load_backbone
 from feature_extract.config import BackboneConfig
 from feature_extract.h5io import open_features
@@ -74,9 +74,11 @@ def backbone_file(recorded: str, features: str) -> Path:
     return found or path
 
 
-def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
-    """(the trunk's tensors and arch, the weight file's digest), checked against the features file."""
-    if attrs["backbone"] == "imagenet":
+def backbone_of(attrs: dict, features: str) -> tuple[dict, str, tuple]:
+    """(the trunk's tensors and arch, the weight file's digest, the (mean, std) its input was normalised with),
+    checked against the features file. Any backbone of the table: a ResNet's trunk, or a timm, torchvision or
+    plugin network as stage two loaded it (its own weight file, its own normalisation)."""
+    if attrs["backbone"] in ("imagenet", "pretrained"):  # a weight file of the backbone's own, not a checkpoint
         cfg = BackboneConfig(checkpoint="imagenet", arch=attrs["arch"],
                              weights=str(backbone_file(attrs["checkpoint"], features)))
     else:
@@ -88,7 +90,8 @@ def backbone_of(attrs: dict, features: str) -> tuple[dict, str]:
                                 "changed since the dump)", "dump the features again and retrain, or restore "
                                 "the checkpoint the features were made with")
     model, info = load_backbone(cfg)
-    return {"arch": info.arch, "state": model.trunk.state_dict()}, info.checkpoint_sha256
+    trunk = getattr(model, "trunk", model)  # an Embedder's trunk, or the library network stage two read alone
+    return {"arch": info.arch, "state": trunk.state_dict()}, info.checkpoint_sha256, model.norm
 
 
 def scores_of(run_dir: Path) -> dict:
@@ -114,10 +117,11 @@ def export(run: str | Path, out: str | Path, beam_size: int = DEFAULT_BEAM) -> P
     ckpt = load_checkpoint(path)
     card = CaptionerCard.of(ckpt, path)
     attrs = feature_attrs(card, path)
-    backbone, digest = backbone_of(attrs, card.features)
+    backbone, digest, (mean, std) = backbone_of(attrs, card.features)
+    layer = "layer4" if backbone_entry(backbone["arch"]).family == "resnet" else "last map"
     prep = Preprocessing(arch=backbone["arch"], input_policy=str(attrs["input_policy"]),
-                         input_size=int(attrs["input_size"]), mean=tuple(IMAGENET_MEAN.flatten().tolist()),
-                         std=tuple(IMAGENET_STD.flatten().tolist()), layer="layer4", att_size=int(attrs["att_size"]),
+                         input_size=int(attrs["input_size"]), mean=tuple(map(float, mean)),
+                         std=tuple(map(float, std)), layer=layer, att_size=int(attrs["att_size"]),
                          feature_dtype=str(attrs["dtype"]), precision=str(attrs["precision"]))
     provenance = {"capaware_version": capaware_version(),
                   "exported": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -35,12 +35,12 @@ REEXPORT = "export it again with this capaware (capaware export RUN/captioners/N
 @dataclass(frozen=True)
 class Preprocessing:
     """How an image becomes the features the captioner was trained on (stage two's file attributes)."""
-    arch: str  # torchvision ResNet of the trunk
+    arch: str  # the trunk's backbone (embedder.backbones: a ResNet, timm:NAME, torchvision:NAME or a plugin's)
     input_policy: str  # square | short_side (feature_extract.sources.resize)
     input_size: int
     mean: tuple[float, float, float]  # per-channel normalisation after scaling to [0, 1]
     std: tuple[float, float, float]
-    layer: str  # the trunk layer whose map is pooled ("layer4")
+    layer: str  # the map that is pooled: "layer4" (ResNets), "last map" (any other backbone)
     att_size: int  # attention grid side (adaptive average pool)
     feature_dtype: str  # float16 | float32: the features are rounded through it, as they were stored
     precision: str  # compute precision of the dump (auto resolves per machine at caption time)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from capcore.config import config_files
 from capcore.errors import CapawareError, run_cli
-from capcore.pipeline_config import Entry, PipelineConfig, jobs_of, load_pipeline
+from capcore.pipeline_config import Entry, PipelineConfig, feature_sets_of, jobs_of, load_pipeline
 from capcore.run_layout import RunDir
 
 STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
@@ -48,8 +48,10 @@ class Plan:
         r = self.run
         self.stage1 = [Entry.parse(e, r) for e in cfg.stage1]
         self.features = [Entry.parse(e, r) for e in cfg.features]
-        self.captioners = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.captioners for f in cfg.feature_sets]
-        self.rl = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.rl for f in cfg.feature_sets]
+        self.feature_sets = feature_sets_of(cfg, [self._features(e).out for e in self.features])
+        sets = self.feature_sets
+        self.captioners = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.captioners for f in sets]
+        self.rl = [Entry.parse(e, r, (f"data.features={f}",)) for e in cfg.rl for f in sets]
 
     # -- what each stage runs -------------------------------------------------------------------
     def commands(self, stage: str) -> list[str]:
@@ -70,14 +72,16 @@ class Plan:
             return [f"{stage_cmd} stage1 {e.args()}" for e in self.longest_first()]
         if stage == "features":
             return [f"{stage_cmd} features {e.args()}" for e in self.features]
+        later = "CAPAWARE_METEOR=${CAPAWARE_METEOR:-later} " if self.cfg.meteor == "at_scores" else ""  # off wins
         if stage == "captioners":
-            return [f"{stage_cmd} xe {e.args()}" for e in self.captioners]
+            return [f"{later}{stage_cmd} xe {e.args()}" for e in self.captioners]
         if stage == "rl":
-            return [f"{stage_cmd} scst {e.args()}" for e in self.rl]
+            return [f"{later}{stage_cmd} scst {e.args()}" for e in self.rl]
         if stage == "scores":
             runs = " ".join(shlex.quote(d) for d in self.captioner_dirs())
-            out = ([f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"]
-                   if runs else [])
+            out = [f"{py} -m eval.meteor_pending {runs}"] if runs and later else []  # one METEOR for every run
+            out += ([f"{py} -m eval.reporting.results_table {runs} --out {shlex.quote(self.captioning_dir())}"]
+                    if runs else [])
             for folder in dict.fromkeys(str(Path(d).parent) for d in self.captioner_dirs("rl")):
                 out.append(f"{py} -m eval.reporting.scst_gains {shlex.quote(folder)} "
                            f"--out {shlex.quote(str(RunDir(self.run).scst_gains_md))}")

@@ -27,7 +27,7 @@ import torch
 from capcore import machine
 from capcore.errors import CapawareError, run_cli
 from capdata.captions import in_split, read_captions
-from capcore.pipeline_config import Entry, jobs_of, load_pipeline
+from capcore.pipeline_config import Entry, feature_sets_of, jobs_of, load_pipeline
 from embedder.backbones import width
 from capaware import plan_probes as probe  # noqa: F401 (tests replace its probes)
 from capaware.plan_prices import Prices
@@ -136,6 +136,7 @@ class Planner:
         self.stage1 = [load_config(e.config, e.overrides) for e in (Entry.parse(x, r) for x in self.cfg.stage1)]
         self.features = [load_features_config(e.config, e.overrides)
                          for e in (Entry.parse(x, r) for x in self.cfg.features)]
+        self.feature_sets = feature_sets_of(self.cfg, [c.out for c in self.features])
 
     def jobs(self, stage: str) -> int:
         return jobs_of(self.cfg, stage)
@@ -244,12 +245,19 @@ class Planner:
                 return s.model.arch
         return self.stage1[0].model.arch if self.stage1 else "resnet101"
 
-    def feature_shape(self, name: str) -> tuple[int, int]:
-        """(regions, channels) of the feature set a captioner reads by name (img -> img.h5)."""
+    def feature_shape(self, name: str, features_dir: str) -> tuple[int, int]:
+        """(regions, channels) of the feature set a captioner reads by name (img -> img.h5): from the features
+        config that writes it, else from the file a run already holds, else the paper's 14 x 14 x 2048."""
         for c in self.features:
             if Path(c.out).stem == name:
                 return c.att_size ** 2, width(self.arch_of(c))
-        return 196, 2048
+        path = Path(name) if name.endswith(".h5") else Path(features_dir) / f"{name}.h5"
+        if path.is_file():
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                return tuple(int(v) for v in f["att"].shape[1:])
+        return 14 * 14, width("resnet101")  # the paper's grid
 
     # -- stage three --------------------------------------------------------------------------------------
     def captioners(self, stage: str) -> StagePlan:
@@ -258,7 +266,7 @@ class Planner:
         from rl.config import load_scst_config
 
         def runs_of(entries, load):
-            return [(load(e.config, e.overrides), f) for x in entries for f in self.cfg.feature_sets
+            return [(load(e.config, e.overrides), f) for x in entries for f in self.feature_sets
                     for e in [Entry.parse(x, self.run, (f"data.features={f}",))]]
 
         xe = runs_of(self.cfg.captioners, load_captioner_config)
@@ -272,7 +280,7 @@ class Planner:
             if model is None:  # an SCST run from a checkpoint outside this pipeline: its model is read there
                 from captioners.config import CapModelConfig
                 model = CapModelConfig()
-            regions, channels = self.feature_shape(features)
+            regions, channels = self.feature_shape(features, c.data.features_dir)
             sizes = (regions, channels, model.rnn_size, model.input_encoding_size, model.att_hid_size,
                      tuple(sorted(core_args(model).items())))
             vocab = vocabulary(c.data, real=self.counts is not None)

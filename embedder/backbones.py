@@ -235,6 +235,7 @@ def load_fitting(module, state: dict, where, what: str, fix: str, ignored: tuple
 
 
 def load_weights(trunk, path, name: str) -> None:
-    """Load a weight file into a GridTrunk's network (its classifier's tensors ignored)."""
-    load_fitting(trunk.net, read_weight_file(path), path, name,
+    """Load a weight file into a GridTrunk's network (its classifier's tensors ignored): ``trunk.net`` where the
+    trunk wraps a library's model (timm, torchvision), else the trunk itself (a plugin's own module)."""
+    load_fitting(getattr(trunk, "net", trunk), read_weight_file(path), path, name,
                  f"set backbone.arch to the model {path} holds (not {name}), or give {name}'s own weight file")

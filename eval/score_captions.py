@@ -48,6 +48,8 @@ from eval.caption_refs import load_preds
 from eval.captions_discriminative import metrics_section
 
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D", "SPICE")
+METEOR_PENDING = "pending: the pipeline's scores stage scores it for every run at once (python -m eval.meteor_pending)"
+"""What a metrics file says of METEOR under ``--meteor-later`` until eval.meteor_pending fills it in."""
 
 
 def check_coverage(preds: dict[int, str], refs: dict[int, list[str]], preds_path, refs_path, split: str | None) -> None:
@@ -84,10 +86,12 @@ def _tokenize(flat: list[str], tokenizer: str) -> tuple[list[str], str]:
     raise CapawareError("--tokenizer", f"unknown tokenizer {tokenizer!r}", "use ptb or simple")
 
 
-def _score_meteor(out: Scores, put, ids: list[int], res: dict, gts: dict, meteor: bool) -> None:
+def _score_meteor(out: Scores, put, ids: list[int], res: dict, gts: dict, meteor: bool | str) -> None:
     """METEOR into ``out``, or why it is unavailable: it needs Java and a JVM of its own, and a failure
-    there must not cost the metrics already computed."""
-    if not meteor:
+    there must not cost the metrics already computed. ``meteor="later"``: left pending (METEOR_PENDING)."""
+    if meteor == "later":
+        out.unavailable["METEOR"] = METEOR_PENDING
+    elif not meteor:
         out.unavailable["METEOR"] = "skipped (--no-meteor or CAPAWARE_METEOR=off)"
     elif jv.java_info() is None:
         out.unavailable["METEOR"] = f"no Java runtime; {jv.JAVA_FIX}"
@@ -118,8 +122,8 @@ def _score_spice(out: Scores, put, ids: list[int], res: dict, gts: dict, spice: 
         out.notes.append(note)
 
 
-def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor: bool = True, spice: bool = True,
-                   corenlp_dir: str | Path | None = None, spice_cache: str | Path | None = None,
+def score_captions(preds: dict[int, str], refs: dict[int, list[str]], *, meteor: bool | str = True,
+                   spice: bool = True, corenlp_dir: str | Path | None = None, spice_cache: str | Path | None = None,
                    tokenizer: str = "ptb") -> Scores:
     """Score ``preds`` against ``refs`` (every predicted image must have references)."""
     from pycocoevalcap.bleu.bleu import Bleu
@@ -174,6 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-meteor", action="store_true", default=os.environ.get("CAPAWARE_METEOR") == "off",
                         help="skip METEOR (its JVM loads a 62 MB paraphrase table: ~4 s); the default can come "
                              "from CAPAWARE_METEOR=off (the tests of the pipeline's orchestration set it)")
+    parser.add_argument("--meteor-later", action="store_true", default=os.environ.get("CAPAWARE_METEOR") == "later",
+                        help="leave METEOR pending for eval.meteor_pending, which scores every run of a pipeline "
+                             "stage in one METEOR process (CAPAWARE_METEOR=later; the pipeline's meteor: at_scores)")
     parser.add_argument("--no-spice", action="store_true")
     parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
     parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")
@@ -188,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     refs, split = found.refs, found.split  # split None: a file without splits (COCO's own captions_*.json)
     check_coverage(preds, refs, a.preds, a.refs, split)
     n_split = len(refs) if split else len(set(preds) & set(refs))
-    s = score_captions(preds, refs, meteor=not a.no_meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
+    meteor = False if a.no_meteor else "later" if a.meteor_later else True
+    s = score_captions(preds, refs, meteor=meteor, spice=not a.no_spice, corenlp_dir=a.corenlp_dir,
                        spice_cache=None if a.spice_no_cache else a.spice_cache, tokenizer=a.tokenizer)
     if split and len(preds) < n_split:
         s.notes.append(f"predictions cover {len(preds)} of the {n_split} {a.split} images")

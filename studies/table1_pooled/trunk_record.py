@@ -4,8 +4,9 @@
 A trunk's run folder holds gigabytes (checkpoints, features); what the table needs of it is small: each run's
 CIDEr-D and its per-image CIDEr-D on the test split. ``write_record`` gathers them from the per-seed tables
 studies/table1_seeds/table1_seeds.sh wrote (``RUN/t<T>/results/table1/s<seed>/captioning.json``) into one
-compressed file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the CPU that ran it and its wall time,
-so that a study longer than one sitting is resumed on another machine from the records committed so far, and
+compressed file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the CPU that ran it, the wall time of
+the sitting that finished it (``seconds``) and when the trunk first started (``started``, from its data stage's
+log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So a study longer than one sitting is resumed on another machine from the records committed so far, and
 the table (studies.table1_pooled.pooled_table) reads them all.
 """
 from __future__ import annotations
@@ -34,7 +35,8 @@ class TrunkRecord:
     scores: np.ndarray  # [seed, arm, model, training]: each run's CIDEr-D as its Table 1 row prints it
     per_image: np.ndarray  # [seed, arm, model, training, image]: its per-image CIDEr-D
     machine: str
-    seconds: float
+    seconds: float  # the wall time of the sitting that finished the trunk
+    started: str = ""  # when its first sitting began (UTC, ISO 8601), from RUN/tT/logs/data.log; "" if unknown
 
 
 def gather(run: Path, trunk: int, decl) -> TrunkRecord:
@@ -66,7 +68,7 @@ def write_record(record: TrunkRecord, folder: Path = RECORDS) -> Path:
     np.savez_compressed(buffer, trunk=record.trunk, seeds=np.array(record.seeds), arms=np.array(record.arms),
                         models=np.array(MODELS), training=np.array(TRAINING), image_ids=record.image_ids,
                         scores=record.scores, per_image=record.per_image, machine=record.machine,
-                        seconds=record.seconds)
+                        seconds=record.seconds, started=record.started)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
     return path
@@ -75,7 +77,20 @@ def write_record(record: TrunkRecord, folder: Path = RECORDS) -> Path:
 def read_record(path: Path) -> TrunkRecord:
     with np.load(path) as f:
         return TrunkRecord(int(f["trunk"]), f["seeds"].tolist(), f["arms"].tolist(), f["image_ids"], f["scores"],
-                           f["per_image"], str(f["machine"]), float(f["seconds"]))
+                           f["per_image"], str(f["machine"]), float(f["seconds"]),
+                           str(f["started"]) if "started" in f else "")
+
+
+def first_start(run: Path, trunk: int) -> str:
+    """When the trunk's first sitting began: the time on the first stage header of its data stage's log
+    (``# 2026-11-29T00:41:00Z stage data, ...``, written by capaware/pipeline.sh); "" without one."""
+    log = run / f"t{trunk}" / "logs" / "data.log"
+    if log.is_file():
+        with open(log, encoding="utf-8", errors="replace") as f:
+            first = f.readline().split()
+        if len(first) >= 3 and first[0] == "#" and first[2] == "stage":
+            return first[1]
+    return ""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,12 +99,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("run", type=Path)
     ap.add_argument("trunk", type=int)
     ap.add_argument("--machine", required=True, help="the CPU (or device) that ran the trunk")
-    ap.add_argument("--seconds", type=float, required=True, help="the trunk's wall time")
+    ap.add_argument("--seconds", type=float, required=True, help="the wall time of the sitting that finished it")
     ap.add_argument("--declaration", type=Path, default=DEFAULT)
     ap.add_argument("--records", type=Path, default=RECORDS)
     a = ap.parse_args(argv)
     record = gather(a.run, a.trunk, load_declaration(a.declaration))
-    record.machine, record.seconds = a.machine, a.seconds
+    record.machine, record.seconds, record.started = a.machine, a.seconds, first_start(a.run, a.trunk)
     print(f"kept trunk {a.trunk}: {write_record(record, a.records)}")
 
 

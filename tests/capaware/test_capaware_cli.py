@@ -319,3 +319,39 @@ def test_standardised_inputs_are_saved_with_the_model_and_applied_at_caption_tim
     assert not np.allclose(model.fc_std.numpy(), 1.0)  # the statistics are really there, not the identity
     _, got, expected = caption_both_ways(run, tests, tmp_path)
     assert got == expected
+
+
+def test_a_vits_features_export_and_caption_as_the_features_file_has_them(trained, tmp_path):
+    """Issue #57: a captioner trained on a timm ViT's features (a tiny one, random weights in a local file) exports
+    with that backbone, its own normalisation and its token grid; from the image files, ``capaware caption``
+    computes exactly the features file's rows and the captions captioners.predict makes from them."""
+    timm = pytest.importorskip("timm")
+    from safetensors.torch import save_file
+
+    from capaware import ImageCaptioner
+    from feature_extract.config import load_features_config
+    from feature_extract.dump import dump
+
+    root, _, tests, _ = trained
+    torch.manual_seed(0)
+    vit = timm.create_model("vit_tiny_patch16_224", pretrained=False, dynamic_img_size=True)
+    save_file({k: v.contiguous() for k, v in vit.state_dict().items()}, str(tmp_path / "vit.safetensors"))
+    feats = root / "vit.h5"
+    dump(load_features_config(None, ["backbone.checkpoint=imagenet", "backbone.arch=timm:vit_tiny_patch16_224",
+                                     f"backbone.weights={tmp_path / 'vit.safetensors'}",
+                                     f"images.captions={root / 'data' / 'dataset_coco.json'}", f"out={feats}",
+                                     "input.size=64", "att_size=2", "batch_size=4", "num_workers=0",
+                                     "dtype=float16", "precision=auto"]), "test", progress=False)
+    run = xe_beside((root, None, tests, feats), "configs/demo/demo_att2all2.yaml", "vit_xe", "train.epochs=1")
+    model_file, got, expected = caption_both_ways(run, tests, tmp_path)
+    prep = read_model_file(model_file).preprocessing
+    assert (prep.arch, prep.layer) == ("timm:vit_tiny_patch16_224", "last map")
+    assert (prep.mean, prep.std) == tuple(tuple(map(float, v)) for v in (vit.pretrained_cfg["mean"],
+                                                                          vit.pretrained_cfg["std"]))
+    assert got == expected
+    ids = sorted(tests)
+    with h5py.File(feats, "r") as f:
+        rows = [int(np.flatnonzero(f["image_id"][:] == i)[0]) for i in ids]
+        want_att, want_fc = (torch.from_numpy(f[k][rows].astype(np.float32)) for k in ("att", "fc"))
+    fc, att = ImageCaptioner.load(model_file).features([tests[i] for i in ids], batch_size=4)
+    assert torch.equal(att, want_att) and torch.equal(fc, want_fc)  # the class token as fc, the tokens as att

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import h5py
 import pytest
+import yaml
 
 from capdata.synthetic.coco_release import WEIGHTS, generate_coco_release
 from tests.pipeline_helpers import ROOT, env
@@ -19,7 +21,7 @@ KARPATHY_FIELDS = {"filepath", "sentids", "filename", "imgid", "split", "sentenc
 
 
 @pytest.mark.integration  # 212 s on a 2-vCPU Intel Xeon: the paper configs' pieces are checked in make test
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 def test_pipeline_coco_runs_end_to_end_on_the_released_layout(tmp_path):
     config = generate_coco_release(tmp_path / "rehearsal")
     coco = tmp_path / "rehearsal" / "coco"
@@ -47,3 +49,28 @@ def test_pipeline_coco_runs_end_to_end_on_the_released_layout(tmp_path):
     assert all(r["n_images"] == 8 and r["M"] is not None for r in rows)  # Karpathy's test split, METEOR included
     assert (run / "report" / "index.html").is_file()
     assert os.listdir(tmp_path / "rehearsal" / "torch" / "hub" / "checkpoints") == [WEIGHTS]  # nothing downloaded
+    found = [r for r in rows if r["grounding_file"] and r["grounding_file"].endswith("grounding_test.json")]
+    assert len(found) == 8 and all(r["D"] is not None for r in rows)  # G is None only where its ratio is 0 / 0
+    assert "Captioning, Karpathy test split" in (run / "results" / "captioning" / "captioning.md").read_text()
+
+    # Issue #58: stage three again on COCO's own files with the split file (format coco_captions), from a copy of the
+    # run whose features stage is done: G and D are filled and the heading names the split, through the commands
+    # the pipeline runs (a COCO-format run once recorded split None and looked for grounding_None.json).
+    coco_run = tmp_path / "rehearsal" / "coco_run"
+    shutil.copytree(run, coco_run)
+    cfg = yaml.safe_load(config.read_text())
+    switch = f"data.json={coco / 'coco_splits.json'} data.format=coco_captions"
+    cfg.update(run_dir=str(coco_run), captioners=[f"{c} {switch}" for c in cfg["captioners"]],
+               rl=[f"{c} {switch}" for c in cfg["rl"]])
+    coco_config = tmp_path / "rehearsal" / "pipeline_coco_format.yaml"
+    coco_config.write_text(yaml.safe_dump(cfg, sort_keys=False, width=1000))
+    out = subprocess.run(["bash", "scripts/pipeline.sh", str(coco_config), "--from", "captioners"], cwd=ROOT, env=e,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+    coco_rows = json.loads((coco_run / "results" / "captioning" / "captioning.json").read_text())["rows"]
+    assert len(coco_rows) == 8 and all(r["caption_format"] == "coco_captions" and r["split"] == "test"
+                                       for r in coco_rows)
+    assert all(r["grounding_file"].endswith("grounding_test.json") and r["D"] is not None and r["n_images"] == 8
+               for r in coco_rows)  # G and D read from the file beside each run (G None only for a 0 / 0 ratio)
+    assert any(r["G"] is not None for r in coco_rows)
+    assert "Captioning, COCO-format test split" in (coco_run / "results" / "captioning" / "captioning.md").read_text()

@@ -120,7 +120,7 @@ def test_doctor_checks_every_architecture_a_pipeline_config_loads(tmp_path):
 
 
 def test_doctor_names_the_optional_checks_it_misses(capsys, monkeypatch):
-    from eval import doctor
+    from capaware import doctor
 
     monkeypatch.setattr(environment, "check_java", lambda: environment.Check("java", "ok", "java 17"))
     monkeypatch.setattr(environment, "check_ptb", lambda: environment.Check("PTB tokenizer", "ok", "jar"))

@@ -252,3 +252,36 @@ def test_no_java_on_path_is_one_line_and_simple_tokenizer_still_scores(files, tm
     assert report["metrics"]["METEOR"] is None and report["metrics"]["SPICE"] is None
     assert "no Java runtime" in report["unavailable"]["METEOR"] and report["metrics"]["CIDEr-D"] > 0
     assert report["tokenizer"].startswith("simple")
+
+
+@needs_java
+def test_meteor_left_pending_is_scored_once_for_every_run_with_the_same_numbers(files, scored, tmp_path):
+    """Issue #55: the pipeline's runs leave METEOR pending (--meteor-later) and its scores stage scores every run in
+    one METEOR process (eval.meteor_pending): the numbers equal those of an in-run score (the ``scored`` fixture,
+    METEOR in its own process), the per-image file gets its METEOR too, and a second pass finds nothing to do."""
+    from eval.meteor_pending import score_pending
+    from eval.score_captions import METEOR_PENDING
+
+    _, refs, preds = files
+    runs = [tmp_path / "a", tmp_path / "b"]
+    other = {i: c[::-1] if i == 2 else c for i, c in PREDS.items()}  # a second run with other captions
+    for run, captions in zip(runs, (PREDS, other)):
+        run.mkdir()
+        (run / "preds_test.json").write_text(json.dumps([{"image_id": i, "caption": c} for i, c in captions.items()]))
+        main(["--preds", str(run / "preds_test.json"), "--refs", str(refs), "--split", "test", "--meteor-later",
+              "--no-spice", "--out", str(run / "metrics_test.json"), "--per-image", str(run / "per_image_test.json")])
+        report = json.loads((run / "metrics_test.json").read_text())
+        assert report["metrics"]["METEOR"] is None and report["unavailable"]["METEOR"] == METEOR_PENDING
+    started = []
+    real_popen = jv.subprocess.Popen
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jv.subprocess, "Popen", lambda cmd, **kw: started.append(cmd) or real_popen(cmd, **kw))
+        assert score_pending([str(r) for r in runs]) == 2
+    assert sum("meteor-1.5.jar" in " ".join(map(str, c)) for c in started) == 1  # one METEOR for both runs
+    first = json.loads((runs[0] / "metrics_test.json").read_text())
+    assert first["metrics"]["METEOR"] == scored.metrics["METEOR"] and "METEOR" not in first["unavailable"]
+    per_image = {r["image_id"]: r["METEOR"] for r in json.loads((runs[0] / "per_image_test.json").read_text())}
+    assert per_image == {i: scored.per_image[i]["METEOR"] for i in per_image}
+    second = json.loads((runs[1] / "metrics_test.json").read_text())["metrics"]["METEOR"]
+    assert second is not None and second != first["metrics"]["METEOR"]
+    assert score_pending([str(r) for r in runs]) == 0  # nothing pending any more

@@ -96,3 +96,24 @@ def test_a_weight_file_of_another_model_or_none_is_one_line(world, tmp_path):
 def test_widths_come_from_the_table_for_every_family():
     assert [width(a) for a in ("resnet18", "resnet50", "torchvision:resnet50", "torchvision:convnext_tiny",
                                "torchvision:vit_b_16")] == [512, 2048, 2048, 768, 768]
+
+
+def test_no_channel_width_is_written_outside_the_backbone_table():
+    """Issue #57: widths come from embedder.backbones (or a features file); no product module holds a literal
+    tuple, dict, list, set, comparison or conditional with a backbone width in it (the old ``2048 if arch in WIDE
+    else 512`` tables in the planner and the doctor)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    widths = {192, 320, 384, 512, 768, 1024, 1280, 1536, 2048}  # ResNets', and common ViT/ConvNeXt/EfficientNet widths
+    found = []
+    for pkg in ("capaware", "capcore", "capdata", "captioners", "embedder", "eval", "feature_extract", "rl"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            if path == root / "embedder" / "backbones.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Dict, ast.Tuple, ast.Set, ast.List, ast.IfExp, ast.Compare)):
+                    found += [f"{path.relative_to(root)}:{node.lineno}" for c in ast.walk(node)
+                              if isinstance(c, ast.Constant) and type(c.value) is int and c.value in widths]
+    assert found == [], found

@@ -18,7 +18,7 @@ def test_the_transformer_pipeline_asks_for_the_demos_outputs_word_for_word():
     demo, transformer = load("pipeline_demo.yaml"), load("pipeline_transformer.yaml")
     assert transformer["run_dir"] == demo["run_dir"]
     for stage in ("stage1", "features", "feature_sets"):
-        assert transformer[stage] == demo[stage], stage
+        assert transformer.get(stage) == demo.get(stage), stage
     for stage in ("captioners", "rl"):
         shared = transformer[stage][:len(demo[stage])]
         assert shared == demo[stage], stage

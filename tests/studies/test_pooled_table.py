@@ -64,12 +64,16 @@ def test_the_pooled_table_tests_the_declared_contrast_and_keeps_what_recomputes_
     decl = load_declaration(path)
     truth = write_run(tmp_path / "run", decl)
     records = tmp_path / "records"
+    (tmp_path / "run" / f"t{TRUNKS[0]}" / "logs").mkdir(parents=True)  # the first sitting's header, as pipeline.sh
+    (tmp_path / "run" / f"t{TRUNKS[0]}" / "logs" / "data.log").write_text(  # writes it
+        "# 2026-11-29T00:41:00Z stage data, fingerprint 4dc9a5be15fe510c\n$ python -m capaware.stage data ...\n")
     for t in TRUNKS:
         keep([str(tmp_path / "run"), str(t), "--machine", "test CPU", "--seconds", "12", "--declaration", str(path),
               "--records", str(records)])
     kept = [read_record(records / f"trunk_{t}.npz") for t in TRUNKS]  # round trip of what the repository keeps
     assert np.array_equal(np.stack([r.per_image for r in kept]), truth) and kept[0].arms == list(ARMS)
-    assert kept[2].seeds == [201, 202] and kept[1].machine == "test CPU"
+    assert kept[2].seeds == [201, 202] and kept[1].machine == "test CPU" and kept[1].seconds == 12
+    assert (kept[0].started, kept[1].started) == ("2026-11-29T00:41:00Z", "")
 
     main(["--records", str(records), "--declaration", str(path)])
     result = json.loads((records / "table1_pooled.json").read_text())
