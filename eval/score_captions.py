@@ -179,8 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="skip METEOR (its JVM loads a 62 MB paraphrase table: ~4 s); the default can come "
                              "from CAPAWARE_METEOR=off (the tests of the pipeline's orchestration set it)")
     parser.add_argument("--meteor-later", action="store_true", default=os.environ.get("CAPAWARE_METEOR") == "later",
-                        help="leave METEOR pending for eval.meteor_pending, which scores every run of a pipeline "
-                             "stage in one METEOR process (CAPAWARE_METEOR=later; the pipeline's meteor: at_scores)")
+                        help="leave METEOR to eval.meteor_pending: one METEOR for many runs (CAPAWARE_METEOR=later)")
     parser.add_argument("--no-spice", action="store_true")
     parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
     parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")

@@ -6,8 +6,9 @@ CIDEr-D and its per-image CIDEr-D on the test split. ``write_record`` gathers th
 studies/table1_seeds/table1_seeds.sh wrote (``RUN/t<T>/results/table1/s<seed>/captioning.json``) into one
 compressed file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the CPU that ran it, the wall time of
 the sitting that finished it (``seconds``) and when the trunk first started (``started``, from its data stage's
-log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So a study longer than one sitting is resumed on another machine from the records committed so far, and
-the table (studies.table1_pooled.pooled_table) reads them all.
+log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So a
+study longer than one sitting is resumed on another machine from the records committed so far, and the table
+(studies.table1_pooled.pooled_table) reads them all.
 """
 from __future__ import annotations
 
