@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tiny(root: Path, out: Path) -> list[str]:
-    return [f"data.root={root}", f"out_dir={out}", "data.input_size=32", "model.init=none", "model.embed_dim=8",
-            "train.freeze=none", "train.jitter=0.2", "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2",
+    return [f"data.root={root}", f"out_dir={out}", f"run_dir={out}",  # tables under out, not the checkout's runs/
+            "data.input_size=32", "model.init=none", "model.embed_dim=8", "train.freeze=none", "train.jitter=0.2",
+            "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2",
             "train.epochs=0.2", "train.head_warmup_steps=0", "train.ckpt_every=2", "graph.m=8", "graph.workers=1",
             "eval.k=5", "eval.n_queries=8", 'methods=[{row: "L(Log-ratio)+M(Dense)", lr: 0.001}]']
 
