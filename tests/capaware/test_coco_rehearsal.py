@@ -58,14 +58,15 @@ def test_pipeline_coco_runs_end_to_end_on_the_released_layout(tmp_path):
     # the pipeline runs (a COCO-format run once recorded split None and looked for grounding_None.json).
     coco_run = tmp_path / "rehearsal" / "coco_run"
     shutil.copytree(run, coco_run)
+    shutil.rmtree(coco_run / "captions")  # the vocabulary and labels were made from the Karpathy json: made again
     cfg = yaml.safe_load(config.read_text())
     switch = f"data.json={coco / 'coco_splits.json'} data.format=coco_captions"
     cfg.update(run_dir=str(coco_run), captioners=[f"{c} {switch}" for c in cfg["captioners"]],
                rl=[f"{c} {switch}" for c in cfg["rl"]])
     coco_config = tmp_path / "rehearsal" / "pipeline_coco_format.yaml"
     coco_config.write_text(yaml.safe_dump(cfg, sort_keys=False, width=1000))
-    out = subprocess.run(["bash", "scripts/pipeline.sh", str(coco_config), "--from", "captioners"], cwd=ROOT, env=e,
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run(["bash", "scripts/pipeline.sh", str(coco_config), "--from", "captioners", "--force"],
+                         cwd=ROOT, env=e, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     coco_rows = json.loads((coco_run / "results" / "captioning" / "captioning.json").read_text())["rows"]
     assert len(coco_rows) == 8 and all(r["caption_format"] == "coco_captions" and r["split"] == "test"
