@@ -82,16 +82,16 @@ def score_pending(run_dirs: list[str]) -> int:
         return 0
     reports = [json.loads(f.read_text()) for f in files]
     runs = [captions_of(r) for r in reports]
+    if jv.java_info() is None:  # before tokenizing: the PTB tokenizer is Java too
+        for f, r, (ids, _, _) in zip(files, reports, runs):
+            fill(f, r, ids, None, None, f"no Java runtime; {jv.JAVA_FIX}")
+        return 0
     by_tokenizer: dict[str, list[int]] = {}
     for n, r in enumerate(reports):
         by_tokenizer.setdefault("ptb" if str(r.get("tokenizer", "")).startswith("PTB") else "simple", []).append(n)
     tokens: dict[int, tuple] = {}
     for name, members in by_tokenizer.items():
         tokens.update(zip(members, tokenized([runs[n] for n in members], name)))
-    if jv.java_info() is None:
-        for f, r, (ids, _, _) in zip(files, reports, runs):
-            fill(f, r, ids, None, None, f"no Java runtime; {jv.JAVA_FIX}")
-        return 0
     try:
         with jv.Meteor() as m:
             for n, (f, r, (ids, _, _)) in enumerate(zip(files, reports, runs)):
