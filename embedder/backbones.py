@@ -9,15 +9,18 @@ Three kinds of name, one door (``backbone(name)``):
   ``features`` block (ConvNeXt, EfficientNet, MobileNet, VGG, DenseNet), a ResNet-style ``layer4``, or a
   VisionTransformer's tokens.
 
-An entry says how to build the network, its output width, how its last map becomes the captioners' inputs (a CNN
-map as it is; a ViT's patch tokens put back on their grid, its class token as the pooled vector) and its input
-normalisation. A plugin registers more names with ``register_backbone`` (a ``plugins:`` entry, as for losses,
-formats and cores). The table is torch-free until a network is built.
+An entry says how to build the network, its output width, how its last map becomes the captioners' inputs (a CNN map
+as it is; a ViT's patch tokens put back on their grid, its class token as the pooled vector), its input normalisation
+and its stages, input to output (``stage_parameters``: what ``train.freeze`` and ``train.layer_lr`` name). A timm
+model's stages are timm's own coarse groups (``group_matcher``, what timm's layer-wise decay reads). A plugin
+registers more names with ``register_backbone`` (a ``plugins:`` entry, as for losses, formats and cores). The table is
+torch-free until a network is built.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from capcore import plugins, registry
@@ -70,6 +73,19 @@ def backbone(name: str, where: str = "backbone.arch") -> Backbone:
                         "those libraries")
 
 
+def stage_names(name: str) -> list[str]:
+    """A backbone's stages, input to output (what ``train.freeze`` and ``train.layer_lr`` name), from the network
+    built on the meta device (no memory, no weights)."""
+    import torch
+
+    if name in RESNETS:
+        return ["stem", "layer1", "layer2", "layer3", "layer4"]
+    with torch.device("meta"):
+        trunk = backbone(name).build()
+    stages = getattr(trunk, "stage_parameters", None)
+    return list(stages()) if stages else ["trunk"]
+
+
 def width(name: str) -> int:
     """Channels of a backbone's last map (its features' C): the entry's when it knows it (no torch needed, so the
     preflight stays quick), else the network's own, built on the meta device."""
@@ -99,7 +115,29 @@ def _grid_trunk_base():
             grid, vector = self.features_and_vector(x)
             return grid.mean((2, 3)) if vector is None else vector
 
+        def stage_parameters(self) -> dict[str, list]:
+            """Stage name -> its parameters, input to output, every parameter in exactly one; a network that names
+            no stages is one, ``trunk``."""
+            return {"trunk": list(self.parameters())}
+
     return GridTrunk
+
+
+def named_stages(groups: list[list], names: tuple[str, ...] = ()) -> dict[str, list]:
+    """Ordered parameter groups -> ``stem``, ``stage1``, ``stage2``, ... (or the given ``names``), empty ones
+    dropped."""
+    groups = [g for g in groups if g]
+    names = names or ("stem",) + tuple(f"stage{i}" for i in range(1, len(groups)))
+    return dict(zip(names, groups))
+
+
+def with_leftovers(module, stages: dict[str, list]) -> dict[str, list]:
+    """``stages`` with every parameter of ``module`` they miss (a classifier the trunk never runs, a stray token)
+    put in the last stage, so that every parameter has exactly one stage."""
+    seen = {id(p) for ps in stages.values() for p in ps}
+    last = list(stages)[-1]
+    stages[last] = stages[last] + [p for p in module.parameters() if id(p) not in seen]
+    return stages
 
 
 def TimmTrunk(name: str):
@@ -133,6 +171,17 @@ def TimmTrunk(name: str):
             if getattr(self.net, "output_fmt", "NCHW") == "NHWC":
                 out = out.permute(0, 3, 1, 2)
             return out, None
+
+        def stage_parameters(self) -> dict[str, list]:
+            """timm's coarse groups (stem, then each block or stage, the final norm with the last), as timm's own
+            layer-wise decay groups them; a model without ``group_matcher`` is one stage."""
+            from timm.models import group_parameters
+
+            if not hasattr(self.net, "group_matcher"):
+                return super().stage_parameters()
+            params = dict(self.net.named_parameters())
+            groups = group_parameters(self.net, self.net.group_matcher(coarse=True))
+            return with_leftovers(self.net, named_stages([[params[n] for n in names] for names in groups.values()]))
 
     return _Timm()
 
@@ -184,18 +233,69 @@ def TorchvisionTrunk(name: str):
             grid = tokens[:, 1:].transpose(1, 2).reshape(x.shape[0], self.width, h, w)
             return grid, tokens[:, 0]
 
+        def stage_parameters(self) -> dict[str, list]:
+            return torchvision_stages(self.net, self.kind)
+
     return _Torchvision()
+
+
+def torchvision_stages(net, kind: str) -> dict[str, list]:
+    """The blocks a torchvision model's last map is read through: ``features``' children, the ResNet stem and
+    layers, or a ViT's patch projection and encoder layers (its final norm with the last)."""
+    def ps(*modules):
+        return [p for m in modules for p in m.parameters()]
+
+    if kind == "features":
+        stages = named_stages([ps(m) for m in net.features.children()])
+    elif kind == "layer4":
+        stages = named_stages([ps(net.conv1, net.bn1), ps(net.layer1), ps(net.layer2), ps(net.layer3),
+                               ps(net.layer4)], ("stem", "layer1", "layer2", "layer3", "layer4"))
+    else:
+        layers = list(net.encoder.layers)
+        stages = named_stages([ps(net.conv_proj) + [net.class_token, net.encoder.pos_embedding]]
+                              + [ps(m) for m in layers[:-1]] + [ps(layers[-1], net.encoder.ln)])
+    return with_leftovers(net, stages)
 
 
 CLASSIFIERS = ("fc.", "head.", "heads.", "classifier.", "head_dist.")
 """Parameter prefixes of the classifier a weight file may carry and a trunk without it does not have."""
 
 
+def weight_source(name: str) -> str:
+    """Where a backbone's pretrained file comes from, for the line that asks for it: timm's Hugging Face file
+    (its default tag) or torchvision's URL, when the library knows one."""
+    try:
+        if name.startswith("timm:"):
+            from timm.models import get_pretrained_cfg
+
+            cfg = get_pretrained_cfg(name[len("timm:"):])
+            if cfg is not None and cfg.hf_hub_id:
+                return f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
+        if name.startswith("torchvision:"):
+            import torchvision
+
+            return torchvision.models.get_model_weights(name[len("torchvision:"):]).DEFAULT.url
+    except Exception:  # an unknown name, a library without the entry: no source to name
+        pass
+    return "the model's .safetensors, .pth or .bin state dict"
+
+
+def own_weight_file(name: str, weights: str, key: str = "backbone.weights") -> Path:
+    """The weight file a backbone other than a ResNet loads: the path ``key`` gives, which must exist (capaware
+    never downloads); otherwise one line saying what to fetch and where the path goes."""
+    if weights and Path(weights).is_file():
+        return Path(weights)
+    source = weight_source(name)
+    if weights:
+        raise CapawareError(weights, f"weight file of {name} not found and capaware never downloads",
+                            f"download {source} on a machine with internet and put it there (or fix {key})")
+    raise CapawareError(key, f"{name} needs its weight file and capaware never downloads",
+                        f"download {source} on a machine with internet and set {key} to its path")
+
+
 def read_weight_file(path) -> dict:
     """A state dict from a ``.safetensors``, ``.pth``/``.pt`` or ``.bin`` file (timm's, Hugging Face's, torch's),
     unwrapped from a ``state_dict`` / ``model`` entry and a ``module.`` prefix (DataParallel)."""
-    from pathlib import Path
-
     import torch
 
     path = Path(path)

@@ -20,7 +20,7 @@ from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
 from capdata.config import DataConfig
 from capdata.formats import TRACKS, formats_of
-from embedder.backbones import RESNETS, backbone
+from embedder.backbones import RESNETS, stage_names
 from embedder.losses.registry import LOSSES
 
 
@@ -202,8 +202,9 @@ SPACES = ("wmd", "tfidf")
 ARCHS = tuple(RESNETS)
 """The ResNets (embedder.backbones.RESNETS): resnet10 (one basic block per stage, half ResNet-18's step;
 embedder.model.resnet10) is the CPU demo's trunk, without ImageNet weights; the others are torchvision's. Any other
-name of the backbone table (timm:NAME, torchvision:NAME, a plugin's) trains whole."""
+name of the backbone table (timm:NAME, torchvision:NAME, a plugin's) names its own stages (check_other_backbone)."""
 FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
+"""``train.freeze`` for a ResNet: the trunk up to and including this stage is cut off and its maps computed once."""
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
@@ -227,16 +228,19 @@ def _positive_number(text: str) -> bool:
 
 
 def check_other_backbone(cfg, c: ConfigChecks) -> None:
-    """A trunk that is not a ResNet (timm:NAME, torchvision:NAME, a plugin's): a name the backbone table knows,
-    trained whole (its stages are not split), so no stage to freeze and only ``trunk`` and ``head`` rates."""
+    """A trunk that is not a ResNet (timm:NAME, torchvision:NAME, a plugin's): a name the backbone table knows, with
+    ``train.freeze`` and ``train.layer_lr`` naming its own stages (``embedder.backbones.stage_names``)."""
     try:
-        backbone(cfg.model.arch, "model.arch")
+        stages = stage_names(cfg.model.arch)
     except CapawareError as err:
         c.need(False, "model.arch", err.problem, err.fix)
-    c.need(cfg.train.freeze == "none", "train.freeze", f"{cfg.model.arch} trains whole (only the ResNets' stages "
-           "are split)", "set train.freeze=none")
-    c.need(set(cfg.train.layer_lr) <= {"trunk", "head"}, "train.layer_lr", f"{cfg.model.arch} has two stages, "
-           "trunk and head", "give train.layer_lr only those keys")
+        return
+    freezable = ("none", *stages[:-1])
+    c.need(cfg.train.freeze in freezable, "train.freeze", f"{cfg.model.arch} has no stage {cfg.train.freeze!r} to "
+           f"freeze up to", f"use one of {', '.join(freezable)}")
+    unknown = sorted(set(cfg.train.layer_lr) - {*stages, "head"})
+    c.need(not unknown, "train.layer_lr", f"{cfg.model.arch} has no stage {', '.join(unknown)}",
+           f"use its stages ({', '.join(stages)}) or head")
 
 
 def check(cfg, c: ConfigChecks) -> None:
@@ -276,7 +280,7 @@ def check(cfg, c: ConfigChecks) -> None:
            f"must be in (0, 1], got {t.lr_end_fraction}",
            "e.g. 0.2 (0.9 ** 15: where the paper's 15 epochs at 0.9 per epoch end), or null")
     c.at_least("train.jitter", t.jitter, 0.0)
-    if t.jitter > 0 and t.freeze != "none":
+    if t.jitter > 0 and t.freeze != "none" and cfg.model.arch in ARCHS:
         c.need(False, "train.jitter", f"jitters pixels, but train.freeze={t.freeze} trains on maps computed once "
                "per image", "set train.freeze=none, or train.jitter=0")
     for stage, scale in t.layer_lr.items():

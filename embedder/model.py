@@ -20,9 +20,6 @@ from embedder.backbones import IMAGENET_NORM
 from embedder.config import ARCHS, FREEZABLE
 
 
-"""``train.freeze``: the trunk is frozen up to and including this stage (none: everything trains)."""
-
-
 def resnet10() -> ResNet:
     """ResNet-18 with one basic block per stage instead of two: the same stem, widths (C = 512), strides and
     layer4 map, at half the compute (a float32 training step, 96 images at 64 px, one core of the 2-core AMD
@@ -39,9 +36,9 @@ def torchvision_trunk(arch: str) -> ResNet:
 class Embedder(nn.Module):
     """Trunk (up to its pooled vector) + linear head; ``features`` exposes the trunk's last map. The trunk is a
     torchvision ResNet (``trunk.conv1`` ... ``trunk.layer4``, as every checkpoint so far holds it) or any other
-    backbone of ``embedder.backbones`` (timm, torchvision), whose stages are not split: it trains whole
-    (``train.freeze: none``) with one rate (``train.layer_lr`` keys ``trunk`` and ``head``). Stage one normalises
-    every trunk's input with ImageNet's mean and std (``embedder.data``), so ``norm`` says so for stage two."""
+    backbone of ``embedder.backbones`` (timm, torchvision, a plugin's), whose stages its entry names
+    (``stage_parameters``): ``train.freeze`` and ``train.layer_lr`` read them. Stage one normalises every trunk's
+    input with ImageNet's mean and std (``embedder.data``), so ``norm`` says so for stage two."""
 
     def __init__(self, arch: str = "resnet18", embed_dim: int = 128):
         super().__init__()
@@ -80,16 +77,38 @@ class Embedder(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x))
 
+    def stage_parameters(self) -> dict[str, list[nn.Parameter]]:
+        """The trunk's stages, input to output, then ``head``: every parameter in exactly one (``train.layer_lr``'s
+        keys; ``train.freeze`` names one of the trunk's). A ResNet's are its stem and layers."""
+        if self.resnet:
+            t = self.trunk
+            stages = {"stem": [t.conv1, t.bn1], "layer1": [t.layer1], "layer2": [t.layer2], "layer3": [t.layer3],
+                      "layer4": [t.layer4]}
+            stages = {name: [p for m in modules for p in m.parameters()] for name, modules in stages.items()}
+        else:
+            own = getattr(self.trunk, "stage_parameters", None)  # a plugin's plain module names none: one stage
+            stages = own() if own else {"trunk": list(self.trunk.parameters())}
+        return {**stages, "head": list(self.head.parameters())}
+
     def split_trunk(self, frozen: str) -> tuple[nn.Sequential, nn.Sequential]:
         """(frozen prefix, trainable rest up to the pooled vector) of the trunk, cut after stage ``frozen``.
 
         Both share the trunk's modules, so training the rest trains ``self.trunk``; ``frozen='none'``
-        gives an empty prefix. Stage one can then embed the prefix's maps once and train the rest alone.
+        gives an empty prefix. Stage one can then embed a ResNet prefix's maps once and train the rest alone.
+        Another backbone is not a plain sequence of modules, so it freezes in place: the stages up to
+        ``frozen`` stop taking gradients (never stepped, their norms held: ``hold_frozen_norms``) and still run
+        every step; the prefix is empty.
         """
         if not self.resnet:
+            stages = self.stage_parameters()
+            names = list(stages)[:-2]  # neither the last stage nor the head
+            if frozen != "none" and frozen not in names:
+                raise CapawareError("train.freeze", f"{self.arch} has no stage {frozen!r} to freeze up to",
+                                    f"use none or one of {', '.join(names) or '(none: it is one stage)'}")
             if frozen != "none":
-                raise CapawareError("train.freeze", f"{self.arch} trains whole: its stages are not split (only "
-                                    "the ResNets' are)", "set train.freeze=none")
+                for name in names[:names.index(frozen) + 1]:
+                    for p in stages[name]:
+                        p.requires_grad_(False)
             return nn.Sequential(), self.trunk
         if frozen not in FREEZABLE:
             raise CapawareError("train.freeze", f"unknown stage {frozen!r}", f"use one of {', '.join(FREEZABLE)}")
@@ -97,6 +116,15 @@ class Embedder(nn.Module):
         stages = [nn.Sequential(t.conv1, t.bn1, t.relu, t.maxpool), t.layer1, t.layer2, t.layer3, t.layer4]
         cut = FREEZABLE.index(frozen)
         return nn.Sequential(*stages[:cut]), nn.Sequential(*stages[cut:], t.avgpool, nn.Flatten(1))
+
+
+def hold_frozen_norms(model: nn.Module) -> None:
+    """BatchNorm layers none of whose parameters train (a stage frozen in place) in eval mode, so that their
+    running statistics stay the initial trunk's, as a frozen stage must."""
+    for m in model.modules():
+        params = list(m.parameters(recurse=False))
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and params and not any(p.requires_grad for p in params):
+            m.eval()
 
 
 def imagenet_releases(arch: str) -> list[str]:
@@ -108,7 +136,12 @@ def imagenet_releases(arch: str) -> list[str]:
 def imagenet_weight_file(arch: str, weights: str = "") -> Path:
     """Where torchvision's ImageNet weights lie: ``weights`` when given (it must exist), else the first of
     torchvision's file names for ``arch`` (IMAGENET1K_V1, IMAGENET1K_V2) found under
-    $TORCH_HOME/hub/checkpoints. CapawareError (no download) when absent."""
+    $TORCH_HOME/hub/checkpoints. Another backbone's file is ``weights`` alone (``own_weight_file``). CapawareError
+    (no download) when absent."""
+    if arch not in ARCHS:  # a timm, torchvision or plugin backbone: its own file, by path
+        from embedder.backbones import own_weight_file
+
+        return own_weight_file(arch, weights, "the config's weights key")
     if arch == "resnet10":
         raise CapawareError("model.arch", "resnet10 has no ImageNet weights (torchvision publishes none)",
                             "set model.arch=resnet18 (or larger) with model.init=imagenet")
@@ -133,12 +166,9 @@ def build_model(arch: str, embed_dim: int, init: str = "none", weights: str = ""
     if init == "none":
         return model
     if init == "imagenet" and not model.resnet:  # a timm or torchvision model's own file (model.weights)
-        from embedder.backbones import load_weights
+        from embedder.backbones import load_weights, own_weight_file
 
-        if not weights:
-            raise CapawareError("model.weights", f"{arch} needs its weight file and capaware never downloads",
-                                "set model.weights to a .safetensors, .pth or .bin file of the model")
-        load_weights(model.trunk, weights, arch)
+        load_weights(model.trunk, own_weight_file(arch, weights, "model.weights"), arch)
         return model
     if init == "imagenet":
         path = imagenet_weight_file(arch, weights)

@@ -40,7 +40,7 @@ from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
 from embedder.losses.base import MethodLoss
-from embedder.model import build_model
+from embedder.model import build_model, hold_frozen_norms
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
 from embedder.schedule import stage_one_lr
@@ -328,6 +328,7 @@ def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutp
     """The loop, from ``steps.start`` to ``run.total``: a step, its logs and checkpoints, a requested stop."""
     t, step, writer = cfg.train, steps.start, out.writer
     run.model.train()
+    hold_frozen_norms(run.model)  # a stage frozen in place (a backbone other than a ResNet) keeps its statistics
     if run.batchnorm == "frozen":
         freeze_bn(run.model)
     net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)

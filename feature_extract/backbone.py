@@ -14,7 +14,7 @@ import torch
 
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
-from embedder.backbones import backbone, load_fitting, load_weights
+from embedder.backbones import backbone, load_fitting, load_weights, own_weight_file
 from embedder.model import ARCHS, Embedder, imagenet_weight_file
 
 
@@ -40,12 +40,9 @@ def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> N
 def load_other(cfg):
     """A backbone of the table that is not a ResNet: built by its entry, its weights from ``backbone.weights``
     (a timm, Hugging Face or torch file; never downloaded)."""
-    if not cfg.weights:
-        raise CapawareError("backbone.weights", f"{cfg.arch} needs its weight file and capaware never downloads",
-                            "set backbone.weights to a .safetensors, .pth or .bin file of the model (timm's or "
-                            "Hugging Face's files load as they are)")
+    path = own_weight_file(cfg.arch, cfg.weights, "backbone.weights")
     trunk = backbone(cfg.arch).build()
-    load_weights(trunk, cfg.weights, cfg.arch)
+    load_weights(trunk, path, cfg.arch)
     return trunk.eval(), BackboneInfo("pretrained", "", cfg.arch, str(cfg.weights), file_sha256(Path(cfg.weights)))
 
 

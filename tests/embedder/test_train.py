@@ -176,8 +176,8 @@ def test_a_killed_run_resumes_when_run_dir_is_then_written_absolute(tmp_path, da
 
 def test_log_ratio_with_dense_mining_trains_a_timm_vit_and_stage_two_reads_its_checkpoint(tmp_path, data_root,
                                                                                            in_checkout, capsys):
-    """Issue #57: any backbone of the table trains in stage one (whole: its stages are not split) and its
-    checkpoint becomes features like a ResNet's; a per-stage option it cannot honour is one line."""
+    """Issue #57: any backbone of the table trains in stage one and its checkpoint becomes features like a
+    ResNet's; a stage it does not have (a ResNet's name on a ViT) is one line naming its own."""
     pytest.importorskip("timm")
     from feature_extract.backbone import load_backbone
     from feature_extract.config import BackboneConfig
@@ -203,4 +203,4 @@ def test_log_ratio_with_dense_mining_trains_a_timm_vit_and_stage_two_reads_its_c
     assert grid.shape == (2, 192, 2, 2) and vector.shape == (2, 192)  # 32 px / 16 px patches; the class token
 
     bad = cli(vit[:-len(tiny_overrides(tmp_path, data_root, "vit"))] + ["train.freeze=layer2"], capsys)
-    one_line_error(bad, "train.freeze", "trains whole")
+    one_line_error(bad, "train.freeze", "has no stage 'layer2'")
