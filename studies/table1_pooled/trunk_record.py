@@ -1,13 +1,13 @@
 """One finished trunk of Table 1's pooled study, kept in the repository (issue #56):
 ``python -m studies.table1_pooled.trunk_record RUN TRUNK --machine TEXT --seconds S``.
 
-A trunk's run folder holds gigabytes (checkpoints, features); what the table needs of it is small: each run's
-CIDEr-D and its per-image CIDEr-D on the test split. ``write_record`` gathers them from the per-seed tables
-studies/table1_seeds/table1_seeds.sh wrote (``RUN/t<T>/results/table1/s<seed>/captioning.json``) into one
-compressed file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the CPU that ran it, the wall time of
-the sitting that finished it (``seconds``) and when the trunk first started (``started``, from its data stage's
-log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So a
-study longer than one sitting is resumed on another machine from the records committed so far, and the table
+A trunk's run folder holds gigabytes (checkpoints, features); what the table needs of it is small: each run's CIDEr-D
+and its per-image CIDEr-D on the test split. ``write_record`` gathers them from the per-seed tables
+studies/table1_seeds/table1_seeds.sh wrote (``RUN/t<T>/results/table1/s<seed>/captioning.json``) into one compressed
+file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the declaration's stamp, the CPU that ran it, the wall
+time of the sitting that finished it (``seconds``) and when the trunk first started (``started``, from its data
+stage's log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So
+a study longer than one sitting is resumed on another machine from the records committed so far, and the table
 (studies.table1_pooled.pooled_table) reads them all.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError, run_cli
-from studies.table1_pooled.declaration import DEFAULT, MODELS, ROOT, TRAINING, load_declaration
+from studies.table1_pooled.declaration import DEFAULT, MODELS, ROOT, TRAINING, declaration_stamp, load_declaration
 from studies.table1_seeds.results_seeds import per_image_scores, read_table
 
 RECORDS = ROOT / "docs" / "study_results" / "table1_pooled"
@@ -38,6 +38,7 @@ class TrunkRecord:
     machine: str
     seconds: float  # the wall time of the sitting that finished the trunk
     started: str = ""  # when its first sitting began (UTC, ISO 8601), from RUN/tT/logs/data.log; "" if unknown
+    stamp: str = ""  # the declaration's stamp when the record was written (studies/table1_pooled/declared_stamp.txt)
 
 
 def gather(run: Path, trunk: int, decl) -> TrunkRecord:
@@ -69,7 +70,7 @@ def write_record(record: TrunkRecord, folder: Path = RECORDS) -> Path:
     np.savez_compressed(buffer, trunk=record.trunk, seeds=np.array(record.seeds), arms=np.array(record.arms),
                         models=np.array(MODELS), training=np.array(TRAINING), image_ids=record.image_ids,
                         scores=record.scores, per_image=record.per_image, machine=record.machine,
-                        seconds=record.seconds, started=record.started)
+                        seconds=record.seconds, started=record.started, stamp=record.stamp)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
     return path
@@ -79,7 +80,7 @@ def read_record(path: Path) -> TrunkRecord:
     with np.load(path) as f:
         return TrunkRecord(int(f["trunk"]), f["seeds"].tolist(), f["arms"].tolist(), f["image_ids"], f["scores"],
                            f["per_image"], str(f["machine"]), float(f["seconds"]),
-                           str(f["started"]) if "started" in f else "")
+                           str(f["started"]) if "started" in f else "", str(f["stamp"]) if "stamp" in f else "")
 
 
 def first_start(run: Path, trunk: int) -> str:
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     record = gather(a.run, a.trunk, load_declaration(a.declaration))
     record.machine, record.seconds, record.started = a.machine, a.seconds, first_start(a.run, a.trunk)
+    record.stamp = declaration_stamp(a.declaration)
     print(f"kept trunk {a.trunk}: {write_record(record, a.records)}")
 
 

@@ -30,6 +30,15 @@ def test_the_stamp_covers_the_arm_files(tmp_path):
     assert declaration_stamp(copy, tmp_path) != before
 
 
+def test_the_arm_files_are_byte_for_byte_as_declared():
+    """The stamp the study runs under, kept in studies/table1_pooled/declared_stamp.txt (computed at 52dc97e, the
+    last change before trunk 10's first sitting, 2026-11-29T00:41Z): any edit to an arm file, even to a message,
+    fails here, in make test, before it can reach a trunk."""
+    kept = (ROOT / "studies" / "table1_pooled" / "declared_stamp.txt").read_text().split()[0]
+    assert declaration_stamp() == kept, ("an arm file (configs/study/declaration_table1_pooled.yaml, arm_files) "
+                                         "changed after the declaration: restore it byte for byte")
+
+
 def test_the_declaration_names_its_arms_seeds_and_files():
     decl = load_declaration()
     assert decl.primary.name() == "Cap − Img" and len(decl.pooled_over) == 4

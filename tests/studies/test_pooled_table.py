@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from studies.table1_pooled.declaration import MODELS, TRAINING, load_declaration
+from studies.table1_pooled.declaration import MODELS, TRAINING, declaration_stamp, load_declaration
 from studies.table1_pooled.pooled_table import main
 from studies.table1_pooled.trunk_record import main as keep
 from studies.table1_pooled.trunk_record import read_record
@@ -74,6 +74,7 @@ def test_the_pooled_table_tests_the_declared_contrast_and_keeps_what_recomputes_
     assert np.array_equal(np.stack([r.per_image for r in kept]), truth) and kept[0].arms == list(ARMS)
     assert kept[2].seeds == [201, 202] and kept[1].machine == "test CPU" and kept[1].seconds == 12
     assert (kept[0].started, kept[1].started) == ("2026-11-29T00:41:00Z", "")
+    assert kept[0].stamp == declaration_stamp(path) and len(kept[0].stamp) == 64  # what the trunk ran under
 
     main(["--records", str(records), "--declaration", str(path)])
     result = json.loads((records / "table1_pooled.json").read_text())
