@@ -3,9 +3,10 @@ import json
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from embedder.config import load_config
-from embedder.retrieval_grid import write_grids
+from embedder.retrieval_grid import tile_strip, write_grids
 from embedder.retrieval_report import dims_table, load_rows, write_report
 from embedder.rows import run_study
 
@@ -80,3 +81,16 @@ def test_gap_line_names_the_share_of_the_baseline_to_oracle_gap_each_row_closes(
     assert markdown_table(rows, "t").splitlines()[-1] == (
         "Share of the Img-to-Oracle nDCG@10 gap closed: A +30%, B -10%; best trained row: A.")
     assert gap_closed({"Oracle": row(1.0, 0), "Img": row(0.8, 1)}) is None  # nothing trained
+
+
+def test_a_grid_row_is_its_tiles_side_by_side_with_white_gaps(tmp_path):
+    """The grid's rows are strips (one axes per method): each tile is its image, resized to the first's size."""
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 255, (6, 5, 3), np.uint8), rng.integers(0, 255, (12, 10, 3), np.uint8)
+    Image.fromarray(a).save(tmp_path / "a.png")
+    Image.fromarray(b).save(tmp_path / "b.png")
+    strip = tile_strip([str(tmp_path / "a.png"), str(tmp_path / "b.png"), str(tmp_path / "a.png")], gap=2)
+    assert strip.shape == (6, 5 * 3 + 2 * 2, 3)
+    assert np.array_equal(strip[:, :5], a) and np.array_equal(strip[:, 14:], a)
+    assert np.array_equal(strip[:, 7:12], np.asarray(Image.fromarray(b).resize((5, 6))))
+    assert (strip[:, 5:7] == 255).all() and (strip[:, 12:14] == 255).all()
