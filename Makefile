@@ -21,13 +21,14 @@ venv: $(VENV)/.installed
 #
 # uv installs what pip would (the same pins, from PyPI), fetching in parallel (torch's CUDA build is about 4 GB of
 # wheels), and keeps what it fetched in its cache (~/.cache/uv): the next clone's venv links from there (timings in
-# docs/devices.md). To install with pip instead: make venv UV_PIP=".venv/bin/python -m pip install -q".
+# docs/devices.md). uv reads no pip.conf: where it cannot reach PyPI, pip installs instead, with your pip settings
+# (a mirror). To install with pip alone: make venv UV_PIP=".venv/bin/python -m pip install -q".
 UV_PIP ?= $(VENV)/bin/uv pip install --python $(PY) -q --compile-bytecode
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q uv==0.13.9
-	$(UV_PIP) $(TORCH_PINS)
-	$(UV_PIP) -e '.[test]'
+	$(UV_PIP) $(TORCH_PINS) || $(PY) -m pip install -q $(TORCH_PINS)
+	$(UV_PIP) -e '.[test]' || $(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q capaware capcore capdata captioners embedder eval feature_extract rl studies
 	touch $@
 
