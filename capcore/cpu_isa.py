@@ -67,15 +67,23 @@ def cpu_isa() -> CpuIsa:
                   aten_cap=os.environ.get("ATEN_CPU_CAPABILITY") or None)
 
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else the platform's processor string."""
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux) with its family and model numbers, which name the part where a
+    virtual machine's name does not (``Intel(R) Xeon(R) Processor (family 6, model 207)``); else the platform's
+    processor string."""
+    fields = {}
     try:
-        with open("/proc/cpuinfo") as f:
+        with open(cpuinfo) as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                if not line.strip():
+                    break  # the first processor's block is enough
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    if "model name" in fields:
+        numbers = [f"{k} {fields[v]}" for k, v in (("family", "cpu family"), ("model", "model")) if v in fields]
+        return fields["model name"] + (f" ({', '.join(numbers)})" if numbers else "")
     import platform
     return platform.processor() or platform.machine()
 

@@ -103,3 +103,14 @@ def test_cpu_isa_reads_the_environment_caps(monkeypatch):
         assert isa.aten == torch.backends.cpu.get_cpu_capability()
     finally:
         isa_mod.cpu_isa.cache_clear()
+
+
+def test_the_cpu_is_named_with_its_family_and_model_numbers(tmp_path):
+    """A virtual machine's model name is often generic ("Intel(R) Xeon(R) Processor"); the family and model numbers
+    beside it name the part in every timing and study record. The first processor's block is read."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\n"
+                    "model name\t: Intel(R) Xeon(R) Processor\nflags\t\t: avx2\n\nprocessor\t: 1\nmodel\t\t: 1\n")
+    assert isa_mod.cpu_model(str(info)) == "Intel(R) Xeon(R) Processor (family 6, model 207)"
+    info.write_text("model name\t: AMD EPYC 9R45\n")
+    assert isa_mod.cpu_model(str(info)) == "AMD EPYC 9R45"
