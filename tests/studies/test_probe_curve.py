@@ -1,8 +1,5 @@
 """studies/probes/probe_curve.py: probes during stage one leave training exactly as it would be unprobed."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +14,6 @@ def tiny(root: Path, out: Path) -> list[str]:
             "train.batch_size=16", "train.k=3", "train.anchors_per_batch=2",
             "train.epochs=0.2", "train.head_warmup_steps=0", "train.ckpt_every=2", "graph.m=8", "graph.workers=1",
             "eval.k=5", "eval.n_queries=8", 'methods=[{row: "L(Log-ratio)+M(Dense)", lr: 0.001}]']
-
-
-def run(args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
