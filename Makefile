@@ -13,23 +13,24 @@ TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 
 venv: $(VENV)/.installed
 
-# The installer byte-compiles what it installs (about 20 s of torch's minute): where PYTHONDONTWRITEBYTECODE is set
-# (as on this project's machines) Python never writes the .pyc files itself, and without them every process compiled
-# torch again: `import torch, torchvision, numpy, scipy.stats` took 16.4 s instead of 6.0 (2-vCPU Intel Xeon,
-# family 6 model 207), in each of the demo's and the tests' dozens of processes (issue #55). The checkout's own
-# packages are compiled here for the same reason (a changed module is recompiled in memory, never used stale).
+# Bytecode: this project's machines set PYTHONDONTWRITEBYTECODE=1, and without .pyc files every process compiled
+# torch again (`import torch, torchvision, numpy, scipy.stats` took 16.4 s instead of 6.0 on a 2-vCPU Intel Xeon,
+# family 6 model 207), in each of the demo's and the tests' dozens of processes (issue #55). Byte-compiling all of
+# the venv at install compiled four times what any stage imports (11,838 modules; the stages import 2,964). So make's
+# commands write the .pyc of what they import, as Python does by default: the first process to import a module
+# compiles it once, the next ones read it, and a changed module is compiled again (never used stale).
+unexport PYTHONDONTWRITEBYTECODE
 #
 # uv installs what pip would (the same pins, from PyPI), fetching in parallel (torch's CUDA build is about 4 GB of
 # wheels), and keeps what it fetched in its cache (~/.cache/uv): the next clone's venv links from there (timings in
 # docs/devices.md). uv reads no pip.conf: where it cannot reach PyPI, pip installs instead, with your pip settings
 # (a mirror). To install with pip alone: make venv UV_PIP=".venv/bin/python -m pip install -q".
-UV_PIP ?= $(VENV)/bin/uv pip install --python $(PY) -q --compile-bytecode
+UV_PIP ?= $(VENV)/bin/uv pip install --python $(PY) -q
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q uv==0.13.9
 	$(UV_PIP) $(TORCH_PINS) || $(PY) -m pip install -q $(TORCH_PINS)
 	$(UV_PIP) -e '.[test]' || $(PY) -m pip install -q -e '.[test]'
-	$(PY) -m compileall -q capaware capcore capdata captioners embedder eval feature_extract rl studies
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
