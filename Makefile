@@ -28,7 +28,7 @@ unexport PYTHONDONTWRITEBYTECODE
 UV_PIP ?= $(VENV)/bin/uv pip install --python $(PY) -q
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q uv==0.13.9
+	$(PY) -m pip install -q uv==0.13.9 || echo 'uv not installable here: pip installs the venv'
 	$(UV_PIP) $(TORCH_PINS) || $(PY) -m pip install -q $(TORCH_PINS)
 	$(UV_PIP) -e '.[test]' || $(PY) -m pip install -q -e '.[test]'
 	touch $@
