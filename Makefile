@@ -18,7 +18,9 @@ venv: $(VENV)/.installed
 # family 6 model 207), in each of the demo's and the tests' dozens of processes (issue #55). Byte-compiling all of
 # the venv at install compiled four times what any stage imports (11,838 modules; the stages import 2,964). So make's
 # commands write the .pyc of what they import, as Python does by default: the first process to import a module
-# compiles it once, the next ones read it, and a changed module is compiled again (never used stale).
+# compiles it once, the next ones read it, and a changed module is compiled again (never used stale). The venv's
+# last step imports every module of the checkout once (scripts/warm_imports.py), so that what they load is compiled
+# at install, not by the first stage commands or tests all at once.
 unexport PYTHONDONTWRITEBYTECODE
 #
 # uv installs what pip would (the same pins, from PyPI), fetching in parallel (torch's CUDA build is about 4 GB of
@@ -31,6 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q uv==0.13.9 || echo 'uv not installable here: pip installs the venv'
 	$(UV_PIP) $(TORCH_PINS) || $(PY) -m pip install -q $(TORCH_PINS)
 	$(UV_PIP) -e '.[test]' || $(PY) -m pip install -q -e '.[test]'
+	$(PY) scripts/warm_imports.py
 	touch $@
 
 # Java first, before the venv's minute of installing: the captioners score with the PTB tokenizer and METEOR
