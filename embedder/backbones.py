@@ -47,6 +47,8 @@ def register_backbone(name: str, build: Callable[[], object], family: str = "plu
     return registry.add(BACKBONES, name, Backbone(name, family, build, known_width), "backbone")
 
 
+RESNET_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4")
+"""A ResNet's stages, input to output: what ``train.freeze`` and ``train.layer_lr`` name for it."""
 RESNETS = {"resnet10": 512, "resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
 """The ResNets stage one trains and splits by stage (embedder.model), with their layer4 widths. resnet10 is ResNet-18
 with one block per stage (the CPU demo's trunk; no ImageNet weights exist for it)."""
@@ -79,7 +81,7 @@ def stage_names(name: str) -> list[str]:
     import torch
 
     if name in RESNETS:
-        return ["stem", "layer1", "layer2", "layer3", "layer4"]
+        return list(RESNET_STAGES)
     with torch.device("meta"):
         trunk = backbone(name).build()
     stages = getattr(trunk, "stage_parameters", None)
@@ -249,7 +251,7 @@ def torchvision_stages(net, kind: str) -> dict[str, list]:
         stages = named_stages([ps(m) for m in net.features.children()])
     elif kind == "layer4":
         stages = named_stages([ps(net.conv1, net.bn1), ps(net.layer1), ps(net.layer2), ps(net.layer3),
-                               ps(net.layer4)], ("stem", "layer1", "layer2", "layer3", "layer4"))
+                               ps(net.layer4)], RESNET_STAGES)
     else:
         layers = list(net.encoder.layers)
         stages = named_stages([ps(net.conv_proj) + [net.class_token, net.encoder.pos_embedding]]

@@ -20,7 +20,7 @@ from capcore.errors import CapawareError
 from capcore.fingerprint import added_later, bookkeeping
 from capdata.config import DataConfig
 from capdata.formats import TRACKS, formats_of
-from embedder.backbones import RESNETS, stage_names
+from embedder.backbones import RESNET_STAGES, RESNETS, stage_names
 from embedder.losses.registry import LOSSES
 
 
@@ -203,14 +203,14 @@ ARCHS = tuple(RESNETS)
 """The ResNets (embedder.backbones.RESNETS): resnet10 (one basic block per stage, half ResNet-18's step;
 embedder.model.resnet10) is the CPU demo's trunk, without ImageNet weights; the others are torchvision's. Any other
 name of the backbone table (timm:NAME, torchvision:NAME, a plugin's) names its own stages (check_other_backbone)."""
-FREEZABLE = ("none", "stem", "layer1", "layer2", "layer3")
+FREEZABLE = ("none", *RESNET_STAGES[:-1])
 """``train.freeze`` for a ResNet: the trunk up to and including this stage is cut off and its maps computed once."""
 MININGS = ("dense", "binary")
 DISTANCES = ("squared", "euclidean")
 OPTIMIZERS = ("sgd", "adam")
 BATCHNORMS = ("batch", "sync", "frozen", "per_process")
 DEVICES = ("auto", "cpu", "cuda")
-LR_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4", "head")
+LR_STAGES = (*RESNET_STAGES, "head")
 """The keys of ``train.layer_lr``: the trunk's stages and the head (embedder.param_groups)."""
 
 

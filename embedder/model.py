@@ -16,7 +16,7 @@ from torchvision.models.resnet import BasicBlock, ResNet
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
-from embedder.backbones import IMAGENET_NORM
+from embedder.backbones import IMAGENET_NORM, RESNET_STAGES
 from embedder.config import ARCHS, FREEZABLE
 
 
@@ -82,9 +82,8 @@ class Embedder(nn.Module):
         keys; ``train.freeze`` names one of the trunk's). A ResNet's are its stem and layers."""
         if self.resnet:
             t = self.trunk
-            stages = {"stem": [t.conv1, t.bn1], "layer1": [t.layer1], "layer2": [t.layer2], "layer3": [t.layer3],
-                      "layer4": [t.layer4]}
-            stages = {name: [p for m in modules for p in m.parameters()] for name, modules in stages.items()}
+            modules = [[t.conv1, t.bn1], [t.layer1], [t.layer2], [t.layer3], [t.layer4]]
+            stages = {name: [p for m in ms for p in m.parameters()] for name, ms in zip(RESNET_STAGES, modules)}
         else:
             own = getattr(self.trunk, "stage_parameters", None)  # a plugin's plain module names none: one stage
             stages = own() if own else {"trunk": list(self.trunk.parameters())}
