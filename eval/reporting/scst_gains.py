@@ -8,7 +8,8 @@ start, and at its best epoch), and checks what a user expects of SCST (issue #26
 - CIDEr-D above the XE run's;
 - BLEU-4 at least 90% of the XE run's (SCST should not buy CIDEr-D with n-gram precision; 90%, not issue
   #26's 95%: on this templated data SCST on CIDEr-D trades a little 4-gram precision, within the seed spread,
-  issue #36);
+  issue #36). 90% is the usual level; the demo's health bar, one seed per run, is 85% (BLEU_BAR), so the
+  BLEU-4 cell gives the ratio and the summary says how many runs hold the bar;
 - distinct captions at least 80% of the XE run's (no collapse onto a few safe sentences);
 - bad endings (captions whose last word ends no training reference) at most 2 points above the XE
   run's (no learned truncation, "a man riding a horse on a": SacreEOS, Barraco et al. 2023).
@@ -32,6 +33,8 @@ CHECKS = {  # name: (what it says, test on (xe, scst))
     "distinct >= 80%": ("distinct captions at least 80% of XE's", lambda x, s: s["distinct"] >= 0.8 * x["distinct"]),
     "bad <= +2 pt": ("bad endings at most XE's + 2 points", lambda x, s: s["bad"] <= x["bad"] + 0.02),
 }
+BLEU_BAR = 0.85  # the demo's SCST health bar for BLEU-4, one seed per run: below the usual 90%, which one seed
+# on 200 templated test images can miss by chance (Top-Down/Cap 89.2% held to AVX2, docs/devices.md)
 
 
 def _json(path: Path, what: str):
@@ -71,7 +74,14 @@ def pair(xe_run: str | Path, scst_run: str | Path) -> dict:
     xe, scst = test_numbers(xe_run), test_numbers(scst_run)
     row = {"xe_run": str(xe_run), "scst_run": str(scst_run), "xe": xe, "scst": scst, **val_numbers(scst_run)}
     row["checks"] = {name: bool(test(xe, scst)) for name, (_, test) in CHECKS.items()}
+    row["health_bar"] = health(row)
     return row
+
+
+def health(row: dict) -> bool:
+    """The demo's SCST health bar: the four checks, with BLEU-4 at BLEU_BAR of XE's instead of 90%."""
+    x, s, checks = row["xe"], row["scst"], row["checks"]
+    return all(v for k, v in checks.items() if k != "B4 >= 90%") and s["B4"] >= BLEU_BAR * x["B4"]
 
 
 def pairs_in(folder: str | Path) -> list[tuple[Path, Path]]:
@@ -90,7 +100,7 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         x, s = r["xe"], r["scst"]
         lines.append(f"| {Path(r['scst_run']).name} | {x['C']:.3f} → {s['C']:.3f} | "
-                     f"{x['B4']:.3f} → {s['B4']:.3f} | "
+                     f"{x['B4']:.3f} → {s['B4']:.3f} ({s['B4'] / x['B4']:.1%}) | "
                      f"{x['distinct']:.2f} → {s['distinct']:.2f} | {x['bad']:.1%} → {s['bad']:.1%} | "
                      f"{x['length']:.2f} → {s['length']:.2f} | "
                      + " | ".join("yes" if r["checks"][c] else "**no**" for c in CHECKS) + " |")
@@ -98,7 +108,10 @@ def markdown(rows: list[dict]) -> str:
     signatures = sorted({str(r["scst"]["signature"]) for r in rows})
     lines += ["", f"All four checks hold for {passed} of {len(rows)} SCST runs (test split; "
                   + "; ".join(f"{c}: {d}" for c, (d, _) in CHECKS.items()) + "). SCST signature: "
-                  + ", ".join(f"`{s}`" for s in signatures) + "."]
+                  + ", ".join(f"`{s}`" for s in signatures) + ".",
+              "", f"The demo's SCST health bar (CIDEr-D up; BLEU-4 at least {BLEU_BAR:.0%} of XE's, one seed; "
+                  f"distinct and bad endings as above) holds for {sum(r['health_bar'] for r in rows)} of {len(rows)} "
+                  "SCST runs."]
     return "\n".join(lines) + "\n"
 
 

@@ -42,6 +42,10 @@ def test_each_check_fails_on_its_own_boundary(tmp_path):
         row = scst_gains.pair(xe, scst)
         assert [k for k, v in row["checks"].items() if not v] == ([failing] if failing else []), name
         assert row["val_C"] == 0.95 and row["val_C_xe"] == 0.9 and row["best_epoch"] == 2
+    bar = {0.2699: (False, True), 0.2551: (False, True), 0.2549: (False, False)}  # 90%, 85.03%, 84.97% of XE's
+    for B4, (usual, health) in bar.items():  # the demo's health bar asks 85%, the column the usual 90%
+        row = scst_gains.pair(xe, write_run(tmp_path / f"h{B4}_scst", 0.85, B4, 0.7, 0.02, history=hist(0.9, 0.95)))
+        assert (row["checks"]["B4 >= 90%"], row["health_bar"]) == (usual, health), B4
     guarded = hist(0.9, 0.95)
     guarded[2]["eligible"] = False  # the collapse guard kept epoch 2 out of best.pt
     row = scst_gains.pair(xe, write_run(tmp_path / "g_scst", 0.85, 0.3, 0.7, 0.0, history=guarded))
@@ -56,7 +60,8 @@ def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
     scst_gains.main([str(tmp_path), "--out", str(tmp_path / "gains.md")])
     text = capsys.readouterr().out
     assert "img_att2all2_scst | 0.800 → 0.900" in text and "cap_topdown" not in text
-    assert "All four checks hold for 1 of 1" in text and sig in text
+    assert "All four checks hold for 1 of 1" in text and sig in text and "0.300 → 0.310 (103.3%)" in text
+    assert "BLEU-4 at least 85% of XE's, one seed; distinct and bad endings as above) holds for 1 of 1" in text
     assert json.loads((tmp_path / "gains.json").read_text())["rows"][0]["checks"]["C up"] is True
     with pytest.raises(CapawareError, match="no XE run with its SCST run"):
         scst_gains.pairs_in(tmp_path / "img_att2all2")
