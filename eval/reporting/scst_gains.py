@@ -94,13 +94,17 @@ def pairs_in(folder: str | Path) -> list[tuple[Path, Path]]:
     return found
 
 
+def _ratio(scst: float, xe: float) -> str:
+    return f"{scst / xe:.1%}" if xe > 0 else "XE 0"  # a tiny run's XE can score BLEU-4 0
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| run | CIDEr-D XE → SCST | BLEU-4 | distinct | bad endings | mean length | "
              + " | ".join(CHECKS) + " |", "|---|---|---|---|---|---|" + "---|" * len(CHECKS)]
     for r in rows:
         x, s = r["xe"], r["scst"]
         lines.append(f"| {Path(r['scst_run']).name} | {x['C']:.3f} → {s['C']:.3f} | "
-                     f"{x['B4']:.3f} → {s['B4']:.3f} ({s['B4'] / x['B4']:.1%}) | "
+                     f"{x['B4']:.3f} → {s['B4']:.3f} ({_ratio(s['B4'], x['B4'])}) | "
                      f"{x['distinct']:.2f} → {s['distinct']:.2f} | {x['bad']:.1%} → {s['bad']:.1%} | "
                      f"{x['length']:.2f} → {s['length']:.2f} | "
                      + " | ".join("yes" if r["checks"][c] else "**no**" for c in CHECKS) + " |")

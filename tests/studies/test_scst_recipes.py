@@ -61,6 +61,10 @@ def test_gains_cli_pairs_xe_runs_with_their_scst_runs(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "img_att2all2_scst | 0.800 → 0.900" in text and "cap_topdown" not in text
     assert "All four checks hold for 1 of 1" in text and sig in text and "0.300 → 0.310 (103.3%)" in text
+    write_run(tmp_path / "cap_att2all2", 0.1, 0.0, 0.7, 0.0)  # a tiny run: XE's BLEU-4 is 0, no ratio to give
+    write_run(tmp_path / "cap_att2all2_scst", 0.2, 0.0, 0.7, 0.0, history=hist(0.1, 0.2), signature=sig)
+    scst_gains.main([str(tmp_path)])
+    assert "| 0.000 → 0.000 (XE 0) |" in capsys.readouterr().out
     assert "BLEU-4 at least 85% of XE's, one seed; distinct and bad endings as above) holds for 1 of 1" in text
     assert json.loads((tmp_path / "gains.json").read_text())["rows"][0]["checks"]["C up"] is True
     with pytest.raises(CapawareError, match="no XE run with its SCST run"):
