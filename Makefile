@@ -80,18 +80,18 @@ test-studies: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(XDIST) -m studies
 
 # The study profile: stage one over 3 training seeds at the full budgets (Fig. 3 and Fig. 5 tables;
-# configs/study/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the Rank-N-Contrast rows
-# joined it; configs/study/pipeline_rnc.yaml (those rows and log-ratio alone) took 35 min
-# (docs/studies/rank_n_contrast.md).
+# studies/stage_one_seeds/configs/pipeline_study.yaml). About an hour on 2 CPU cores with native bfloat16 before the
+# Rank-N-Contrast rows joined it; studies/rank_n_contrast/configs/pipeline_rnc.yaml (those rows and log-ratio alone)
+# took 35 min (docs/studies/rank_n_contrast.md).
 STUDY_RUN ?= runs/study
 study: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m studies.stage_one_seeds.stage1_seeds configs/study/pipeline_study.yaml \
-	  $(STUDY_RUN) 0 1 2
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m studies.stage_one_seeds.stage1_seeds \
+	  studies/stage_one_seeds/configs/pipeline_study.yaml $(STUDY_RUN) 0 1 2
 
-# The captioning study over stage-one trunks (issue #46), under configs/study/declaration_table1.yaml: per trunk its own
-# Img, Cap, Cap-shuffled and Img-adapted, both captioners XE then SCST over the declared captioner seeds, then Table 1
-# over trunks (trunk-level tests, Holm) and the probes (studies/trunks/study_trunks.sh; resumable; TRUNKS=0 runs one
-# trunk).
+# The captioning study over stage-one trunks (issue #46), under studies/trunks/configs/declaration_table1.yaml: per
+# trunk its own Img, Cap, Cap-shuffled and Img-adapted, both captioners XE then SCST over the declared captioner seeds,
+# then Table 1 over trunks (trunk-level tests, Holm) and the probes (studies/trunks/study_trunks.sh; resumable;
+# TRUNKS=0 runs one trunk).
 TRUNKS_RUN ?= runs/trunks
 TRUNKS ?=
 study-trunks: venv
@@ -125,10 +125,10 @@ study-captioning: venv
 # Headroom on a finished demo run: the Oracle grid against Img, XE only, over 3 captioner seeds (issue #35). The
 # Oracle features are dumped first (the demo does not: issue #46 found this target failing on a fresh clone).
 study-headroom: venv
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/stage2_features.sh configs/study/captioning_features_oracle.yaml \
-	  run_dir=runs/demo
-	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_seeds/table1_seeds.sh configs/study/pipeline_headroom.yaml \
-	  runs/demo 0 1 2 --results runs/demo/results/headroom
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash scripts/stage2_features.sh \
+	  studies/captioning/configs/captioning_features_oracle.yaml run_dir=runs/demo
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/table1_seeds/table1_seeds.sh \
+	  studies/captioning/configs/pipeline_headroom.yaml runs/demo 0 1 2 --results runs/demo/results/headroom
 
 # Speed measurements (about an hour on 2 cores; each prints the command that reproduces it and its ratios;
 # README's benchmark blocks are their outputs, saved under benchmarks/results/).

@@ -1,4 +1,4 @@
-"""The captioning study's declaration (configs/study/declaration_table1.yaml, docs/declaration.md): read,
+"""The captioning study's declaration (studies/trunks/configs/declaration_table1.yaml, docs/declaration.md): read,
 checked, and held against a study's results.
 
 The declaration is committed before any result it governs. ``load_declaration`` validates it like any
@@ -15,7 +15,7 @@ from typing import Optional
 
 from capcore.config import ConfigChecks, load_schema
 
-DEFAULT = Path(__file__).resolve().parents[1] / "configs" / "study" / "declaration_table1.yaml"
+DEFAULT = Path(__file__).resolve().parent / "trunks" / "configs" / "declaration_table1.yaml"
 TESTS = ("trunk_t",)
 FAMILY_RULES = ("holm",)
 TRAINING = ("XE", "RL")

@@ -7,9 +7,9 @@ measures how the captions are worded rather than what the images hold, and no im
 it. This is how the demo's caption labels were chosen (README, *Caption-aware labels*): run it on the
 independent sweep set, e.g.::
 
-    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml \\
+    python -m studies.caption_labels.caption_label_ceiling studies/demo_sweeps/configs/demo_caption_lr_sweep.yaml \\
         out_dir=runs/demo/ceiling
-    python -m studies.caption_labels.caption_label_ceiling configs/sweeps/demo_caption_lr_sweep.yaml \\
+    python -m studies.caption_labels.caption_label_ceiling studies/demo_sweeps/configs/demo_caption_lr_sweep.yaml \\
         out_dir=runs/demo/ceiling_w2v \\
         "captions.vectors=''" captions.w2v_dim=50 captions.w2v_epochs=20   # old labels: Word2Vec on the captions
 

@@ -31,7 +31,7 @@ machine="$(python -c 'from capcore.cpu_isa import cpu_line; print(cpu_line())'),
 timing="$results/timing.txt"
 export OMP_NUM_THREADS=1
 [[ -f $run/data/captions/dataset_coco.json ]] \
-  || bash scripts/pipeline.sh configs/study/pipeline_captioning.yaml --run "$run" --to data
+  || bash scripts/pipeline.sh studies/captioning/configs/pipeline_captioning.yaml --run "$run" --to data
 
 study_done() { [[ -f $run/features/cap.h5 && -f $run/features/cap2.h5 ]]; }
 folder() { if (($1 == 0)) && study_done; then echo "$run/caption"; else echo "$run/track_seeds/s$1"; fi; }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The captioning study of issue #35 (`make study-captioning`): Table 1 with the power to see a paper-sized effect.
 #   bash studies/captioning/study_captioning.sh [RUN] [SEED...]        defaults: runs/captioning, seeds 0 1 2 3 4
-# 1. scripts/pipeline.sh configs/study/pipeline_captioning.yaml up to the features: the caption set with 400 val and
-#    1,000 test images, class pretraining (Img) and its attribute control (Attr), the whole-trunk caption track (Cap:
-#    log-ratio + dense; Cap2: dense triplet), and the Oracle grid (each scene's ground truth).
+# 1. scripts/pipeline.sh studies/captioning/configs/pipeline_captioning.yaml up to the features: the caption set
+#    with 400 val and 1,000 test images, class pretraining (Img) and its attribute control (Attr), the whole-trunk
+#    caption track (Cap: log-ratio + dense; Cap2: dense triplet), and the Oracle grid (each scene's ground truth).
 # 2. studies/table1_seeds/table1_seeds.sh: both captioners on the five feature sets, XE then SCST, for every seed;
 #    Table 1 over seeds with every set's paired difference against Img, its t-test and the smallest difference the
 #    seeds could detect -> RUN/results/table1/captioning_seeds.md.
@@ -18,7 +18,7 @@ run=${1:-runs/captioning}
 shift || true
 seeds=("$@")
 ((${#seeds[@]})) || seeds=(0 1 2 3 4)
-config=configs/study/pipeline_captioning.yaml
+config=studies/captioning/configs/pipeline_captioning.yaml
 mkdir -p "$run/results"
 machine="$(python -c 'from capcore.cpu_isa import cpu_line; print(cpu_line())'), $(nproc) cores"
 timing="$run/results/timing.txt"

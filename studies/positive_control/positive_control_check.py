@@ -14,7 +14,7 @@ test accuracy (``probe``) and the val accuracy of the L2 strength val chose (``p
 - verdict, on test at that budget: real colour >= the floor on every seed, and the shuffled-label run at least the
   declared margin below the real one on each seed (same seeds, in the same order). Only both together count.
 
-The floor, margin and seeds are the declaration's (configs/study/declaration_table1.yaml, positive_control).
+The floor, margin and seeds are the declaration's (studies/trunks/configs/declaration_table1.yaml, positive_control).
 """
 from __future__ import annotations
 

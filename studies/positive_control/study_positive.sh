@@ -3,12 +3,12 @@
 #   bash studies/positive_control/study_positive.sh [RUN] [key=value ...]
 #   default RUN: runs/positive; overrides go to every run
 # From the colour-blind stand-in, the caption track with per-stage rates
-# (configs/controls/positive_control_caption.yaml), each run probed every $EVERY steps (default 150) for 4 epochs
-# (1,200 steps) by studies/probes/probe_curve.py:
+# (studies/positive_control/configs/positive_control_caption.yaml), each run probed every $EVERY steps (default 150) for
+# 4 epochs (1,200 steps) by studies/probes/probe_curve.py:
 #   1. the recipe: seed 0, real labels, layer4 at 10x (#35's recipe) and at 30x (the lever #35 left untried); the
 #      higher best val colour is kept;
 #   2. the kept recipe on the other declared seeds, and on shuffled labels over every declared seed
-#      (configs/controls/positive_control_caption_shuffled.yaml);
+#      (studies/positive_control/configs/positive_control_caption_shuffled.yaml);
 #   3. the budget chosen on val and the verdict on test -> RUN/results/positive_control.{md,json}.
 # Every run resumes as a whole: a finished run (RUN/<recipe>_<labels>/s<seed>/finished) is skipped, an unfinished one
 # is started again. Two runs at a time, one thread each; each run's output is in RUN/<recipe>_<labels>/s<seed>.log.
@@ -19,8 +19,8 @@ shift || true
 extra=("$@")
 every=${EVERY:-150}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-real=configs/controls/positive_control_caption.yaml
-shuffled=configs/controls/positive_control_caption_shuffled.yaml
+real=studies/positive_control/configs/positive_control_caption.yaml
+shuffled=studies/positive_control/configs/positive_control_caption_shuffled.yaml
 declare -A recipe_override=([layer4_10x]="train.layer_lr.layer4=10" [layer4_30x]="train.layer_lr.layer4=30")
 read -r -a seeds <<<"$(python -c 'from studies.declaration import load_declaration as l
 print(*l().positive_control.seeds)')"

@@ -11,7 +11,7 @@ and step; the JSON keeps each point's val accuracy too, ``probe_val``, for choic
 TensorBoard (``probe/<group>`` and ``probe_val/<group>`` under each row's tb/probe/). E.g. the colour-blind start
 (``pretrain.targets=identity_shape``) with the whole trunk trained::
 
-    python -m studies.probes.probe_curve configs/controls/probe_caption.yaml run_dir=runs/demo \\
+    python -m studies.probes.probe_curve studies/probes/configs/probe_caption.yaml run_dir=runs/demo \\
         out_dir=runs/demo/curve \\
         pretrain.targets=identity_shape train.freeze=none train.epochs=4 --every 150
 

@@ -3,9 +3,9 @@
 # about each caption attribute group. Needs a finished demo run (its data):
 #   studies/probes/probe_seeds.sh RUN SEED...        e.g. studies/probes/probe_seeds.sh runs/demo 0 1 2
 # For each pretrain.targets (identity, attributes) and seed, one replicate under RUN/probe/<targets>/s<seed>/:
-# class pretraining and the log-ratio + dense stage-one row with that seed (configs/controls/probe_caption.yaml), then
-# stage two's pooled features of both trunks. The two targets run side by side, one core each. Then studies.probes.probe
-# fits the probes and writes RUN/results/probe/probe.{md,json}.
+# class pretraining and the log-ratio + dense stage-one row with that seed (studies/probes/configs/probe_caption.yaml),
+# then stage two's pooled features of both trunks. The two targets run side by side, one core each. Then
+# studies.probes.probe fits the probes and writes RUN/results/probe/probe.{md,json}.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage="usage: $0 RUN SEED..."
@@ -25,7 +25,7 @@ replicate() {  # targets seed
   mkdir -p "$out"
   # same labels: reused when they match
   [[ -f $run/caption/labels.h5 && ! -f $out/labels.h5 ]] && cp "$run/caption/labels.h5" "$out/"
-  python -m embedder.rows --config configs/controls/probe_caption.yaml --results "$out/results" run_dir="$run" \
+  python -m embedder.rows --config studies/probes/configs/probe_caption.yaml --results "$out/results" run_dir="$run" \
     seed="$2" pretrain.targets="$1" out_dir="$out"
   for set in img cap; do
     ckpt="$out/class_pretrained/model.pt"

@@ -65,7 +65,7 @@ def comparison(cfg) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", help="a pipeline config, e.g. configs/study/pipeline_study.yaml")
+    parser.add_argument("config", help="a pipeline config, e.g. studies/stage_one_seeds/configs/pipeline_study.yaml")
     parser.add_argument("run", help="its run folder (seed 0 lives there)")
     parser.add_argument("seeds", type=int, nargs="+")
     parser.add_argument("--machine", default=f"{platform.machine()}, {os.cpu_count()} cores")

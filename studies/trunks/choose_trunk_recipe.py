@@ -1,8 +1,8 @@
 """The declared choice of the study over trunks: ``python -m studies.trunks.choose_trunk_recipe STUDY_DIR [--k 10]``.
 
-STUDY_DIR is the finished configs/sweeps/trunks_caption_choice.yaml study (val queries against val images). Prints
-each row's val nDCG@K and the winner (highest; a tie goes to the earlier row, the paper's squared distance and the
-smaller rate first), which configs/study/trunks_caption.yaml then fixes for every trunk.
+STUDY_DIR is the finished studies/trunks/configs/trunks_caption_choice.yaml study (val queries against val images).
+Prints each row's val nDCG@K and the winner (highest; a tie goes to the earlier row, the paper's squared distance and
+the smaller rate first), which studies/trunks/configs/trunks_caption.yaml then fixes for every trunk.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = {n: r for n, r in load_rows(ret).items() if n not in BOUNDS and ("lr=" in n)}
     if not rows:
         raise CapawareError(ret, "no trained rows of the choice study",
-                            "run configs/sweeps/trunks_caption_choice.yaml first")
+                            "run studies/trunks/configs/trunks_caption_choice.yaml first")
     print(f"| row | val nDCG@{args.k} |\n|---|---:|")
     for name, r in rows.items():
         print(f"| {name} | {r['ndcg'][args.k - 1]:.4f} |")

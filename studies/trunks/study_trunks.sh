@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The captioning study over stage-one trunks (issue #46), under configs/study/declaration_table1.yaml:
+# The captioning study over stage-one trunks (issue #46), under studies/trunks/configs/declaration_table1.yaml:
 #   bash studies/trunks/study_trunks.sh [RUN] [TRUNK...]     defaults: runs/trunks, the declared trunks
 # For each trunk T, in RUN/tT (every step resumes, so trunks can be run one at a time, in any order):
-#   1. scripts/pipeline.sh configs/study/pipeline_trunks.yaml with seed=T on stage one, up to the features: the
+#   1. scripts/pipeline.sh studies/trunks/configs/pipeline_trunks.yaml with seed=T on stage one, up to the features: the
 #      trunk's own class pretraining (Img), then Cap, Cap-shuffled and Img-adapted trained alike from it
-#      (configs/study/trunks_caption.yaml), and their features;
+#      (studies/trunks/configs/trunks_caption.yaml), and their features;
 #   2. both captioners, standardised inputs, XE then SCST, over the declared captioner seeds
 #      (studies/table1_seeds/table1_seeds.sh) -> RUN/tT/results/table1/s<seed>/captioning.json;
 #   3. the standardisation check: the Img and Cap captioners again with their inputs as stage two wrote them
-#      (configs/study/pipeline_trunks_raw.yaml, in RUN/tT/raw, which links the trunk's data and features)
+#      (studies/trunks/configs/pipeline_trunks_raw.yaml, in RUN/tT/raw, which links the trunk's data and features)
 #      -> RUN/tT/raw/results/table1/s<seed>/captioning.json;
 #   4. the feature-scale table -> RUN/tT/results/feature_scale.md.
 # Once every declared trunk is done: Table 1 over trunks (studies.trunks.trunk_table -> RUN/results/trunks/), the
@@ -34,7 +34,7 @@ for t in "${trunks[@]}"; do
   [[ $t =~ ^[0-9]+$ ]] || { echo "error: trunk '$t' is not a whole number (usage: $0 [RUN] [TRUNK...])" >&2; exit 2; }
   dir="$run/t$t"
   mkdir -p "$dir"
-  python - "configs/study/pipeline_trunks.yaml" "$dir/pipeline.yaml" "$t" "$dir" <<'EOF'
+  python - "studies/trunks/configs/pipeline_trunks.yaml" "$dir/pipeline.yaml" "$t" "$dir" <<'EOF'
 import sys
 from pathlib import Path
 import yaml
@@ -50,7 +50,7 @@ EOF
   raw="$dir/raw"  # the standardisation check: Img and Cap captioners on the same features, inputs as written
   mkdir -p "$raw"
   for link in data captions features; do ln -sfn "../$link" "$raw/$link"; done
-  sed "s|^run_dir: .*|run_dir: $raw|" configs/study/pipeline_trunks_raw.yaml >"$raw/pipeline.yaml"
+  sed "s|^run_dir: .*|run_dir: $raw|" studies/trunks/configs/pipeline_trunks_raw.yaml >"$raw/pipeline.yaml"
   step "trunk $t: standardisation check, seeds ${seeds[*]}" bash studies/table1_seeds/table1_seeds.sh \
     "$raw/pipeline.yaml" "$raw" "${seeds[@]}" --results "$raw/results/table1" --machine "$machine"
   python -m studies.trunks.feature_scale Img="$dir/features/img.h5" Cap="$dir/features/cap.h5" \

@@ -1,4 +1,5 @@
-"""The statistics of a study replicated over stage-one trunks (issue #46, configs/study/declaration_table1.yaml).
+"""The statistics of a study replicated over stage-one trunks (issue #46,
+studies/trunks/configs/declaration_table1.yaml).
 
 A primary cell's data: for each trunk, the paired difference (Cap − Img, say) of each captioner seed, and
 optionally the per-image differences behind them. The trunk is the unit of replication, so the test uses one

@@ -3,7 +3,7 @@
 
 RUN holds one folder per trunk, ``t<seed>``, each with the per-seed tables studies/table1_seeds/table1_seeds.sh wrote
 (``t<seed>/results/table1/s<captioner seed>/captioning.json``). For every comparison the declaration names
-(configs/study/declaration_table1.yaml) this writes, per model and training stage:
+(studies/trunks/configs/declaration_table1.yaml) this writes, per model and training stage:
 
 - the trunk-level test (studies.trunks.trunk_stats.trunk_test: one number per trunk, trunks − 1 df), its
   detectable effect, and for the primary cells Holm's decision at the declared alpha;

@@ -106,12 +106,13 @@ def loader_of(name: str):
     return load_config
 
 
-SHIPPED = sorted(str(p.relative_to(ROOT / "configs").with_suffix("")) for p in (ROOT / "configs").rglob("*.yaml"))
+CONFIG_FOLDERS = [ROOT / "configs", *sorted((ROOT / "studies").glob("*/configs"))]  # the product's; each study's own
+SHIPPED = sorted(str(p.relative_to(ROOT).with_suffix("")) for d in CONFIG_FOLDERS for p in d.rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_config_passes_its_own_validator(name):
-    path = ROOT / "configs" / f"{name}.yaml"
+    path = ROOT / f"{name}.yaml"
     own = loader_of(name)
     result = own(path)
     if Path(name).name.startswith("pipeline_"):  # every stage config it names, with the pipeline's overrides
@@ -132,14 +133,19 @@ def test_every_shipped_config_passes_its_own_validator(name):
 
 
 def test_configs_live_in_one_folder_per_use():
-    """configs/ has a folder per use, each named in configs/README.md; no YAML lies at its top level."""
-    folders = {"demo", "study", "paper", "sweeps", "controls"}
+    """configs/ has the product's folders (demo, paper; and study/, the pooled study's stamped files until that
+    study closes), each named in configs/README.md; every other study's configs are in studies/<study>/configs/,
+    named in that study's README; no YAML lies at the top of configs/ (issue #58)."""
+    folders = {"demo", "study", "paper"}
     assert not list((ROOT / "configs").glob("*.y*ml"))
-    assert {str(Path(n).parent) for n in SHIPPED} == folders
+    assert {str(Path(n).parent) for n in SHIPPED if n.startswith("configs/")} == {f"configs/{f}" for f in folders}
+    studies = {Path(n).parent for n in SHIPPED if not n.startswith("configs/")}
+    assert studies and all(d.parts[0] == "studies" and len(d.parts) == 3 and d.name == "configs" for d in studies)
+    assert all("configs/" in (ROOT / d.parent / "README.md").read_text() for d in studies)
     stems = [Path(n).name for n in SHIPPED]  # scripts and run folders name a config by its stem
     assert len(stems) == len(set(stems))
     readme = (ROOT / "configs/README.md").read_text()
-    assert all(f"`{f}/`" in readme for f in folders)
+    assert all(f"`{f}/`" in readme for f in folders) and "studies/<study>/configs/" in readme
 
 
 def test_a_bad_value_stops_at_load_naming_key_file_and_choices(tmp_path):
@@ -192,7 +198,7 @@ def test_method_rows_are_named_once_and_expanded_at_load(tmp_path):
     path.write_text('methods:\n  - {row: "L(Triplet)+M(Nothing)"}\n')
     with pytest.raises(CapawareError, match="unknown row"):
         load_config(path)
-    for config in sorted((Path(__file__).parents[2] / "configs").rglob("*.yaml")):  # the rows are written once
+    for config in sorted(p for d in CONFIG_FOLDERS for p in d.rglob("*.yaml")):  # the rows are written once
         raw = OmegaConf.load(config)
         for m in list(raw.get("methods") or []) + ([raw.method] if "method" in raw else []):
             assert "row" in m and "loss" not in m and "mining" not in m, f"{config.name}: {m}"

@@ -13,6 +13,8 @@ from embedder.losses.rank_n_contrast import rank_n_contrast_loss
 
 F64 = torch.float64
 RNC = "L(RnC)"
+STUDY = "studies/stage_one_seeds/configs"  # the study profile's configs
+RNC_CONFIGS = "studies/rank_n_contrast/configs"  # the RnC sweeps and rows alone
 
 
 def per_pair(emb, anchors, label_dist, temperature=2.0):
@@ -158,7 +160,7 @@ def test_temperature_is_part_of_a_rows_fingerprint():
     a run at another temperature never resumes this one's checkpoint."""
     from embedder.train import method_fingerprint
 
-    cfg = load_config("configs/study/study_pose.yaml")
+    cfg = load_config(f"{STUDY}/study_pose.yaml")
     for m in cfg.methods:
         other = m.copy()
         other.temperature = 7.0
@@ -170,20 +172,20 @@ def test_the_study_trains_the_demo_rows_then_rnc(track):
     """The study configs restate the demo's rows (lists replace, they do not merge): the same rows and
     lrs, then the RnC row last (so the paper's rows keep their order and files)."""
     demo = load_config(f"configs/demo/demo_{track}.yaml").methods
-    study = load_config(f"configs/study/study_{track}.yaml").methods
+    study = load_config(f"{STUDY}/study_{track}.yaml").methods
     assert list(study[:-1]) == list(demo) and study[-1].loss == "rank_n_contrast" and study[-1].name == RNC
-    sweep = load_config(f"configs/sweeps/study_{track}_rnc_sweep.yaml")
+    sweep = load_config(f"{RNC_CONFIGS}/study_{track}_rnc_sweep.yaml")
     assert {0.5, 1.0, 2.0, 4.0} <= {m.temperature for m in sweep.methods}  # and one more where the best sat at an edge
     assert {m.loss for m in sweep.methods} == {"rank_n_contrast"} and len(sweep.methods) in (4, 5)
     assert {m.lr for m in sweep.methods} == {study[-1].lr}  # the temperature at the row's study lr
-    assert sweep.data.synthetic.seed != load_config(f"configs/study/study_{track}.yaml").data.synthetic.seed
+    assert sweep.data.synthetic.seed != load_config(f"{STUDY}/study_{track}.yaml").data.synthetic.seed
 
 
 def test_seed_tables_pair_rnc_with_log_ratio_outside_the_claim(tmp_path):
     from studies.stage_one_seeds.retrieval_seeds import REFERENCE, beside_lines, claim_line, main, paired_table
     from studies.stage_one_seeds.stage1_seeds import comparison
 
-    assert comparison(load_config("configs/study/study_pose.yaml")) == ["--reference", REFERENCE, "--beside", RNC]
+    assert comparison(load_config(f"{STUDY}/study_pose.yaml")) == ["--reference", REFERENCE, "--beside", RNC]
     seeds = [{REFERENCE: [0.6], "TD": [0.5], RNC: [0.7], "Oracle": [1.0]},
              {REFERENCE: [0.7], "TD": [0.6], RNC: [0.8], "Oracle": [1.0]}]
     paths = []
@@ -207,10 +209,10 @@ def test_seed_tables_pair_rnc_with_log_ratio_outside_the_claim(tmp_path):
 
 @pytest.mark.parametrize("track", ["pose", "layout", "caption", "pose_dims"])
 def test_the_rnc_pipeline_trains_the_studys_own_rows(track):
-    """configs/study/pipeline_rnc.yaml: log-ratio + dense and RnC exactly as the study trains them, in the
-    study's folders, so `make study` reuses those runs."""
-    study = load_config(f"configs/study/study_{track}.yaml")
-    rnc = load_config(f"configs/study/rnc_{track}.yaml")
+    """studies/rank_n_contrast/configs/pipeline_rnc.yaml: log-ratio + dense and RnC exactly as the study trains
+    them, in the study's folders, so `make study` reuses those runs."""
+    study = load_config(f"{STUDY}/study_{track}.yaml")
+    rnc = load_config(f"{RNC_CONFIGS}/rnc_{track}.yaml")
     keep = {m.name: m for m in study.methods}
     assert rnc.out_dir == study.out_dir and rnc.dims == study.dims
     assert [m for m in rnc.methods] == [keep[m.name] for m in rnc.methods]

@@ -79,7 +79,8 @@ def test_the_features_command_writes_the_oracle_and_refuses_a_stale_one(tmp_path
     from feature_extract.dump import main as features
 
     out = tmp_path / "feats" / "oracle.h5"
-    args = ["--config", "configs/study/captioning_features_oracle.yaml", f"images.captions={caption_set}", f"out={out}"]
+    args = ["--config", "studies/captioning/configs/captioning_features_oracle.yaml", f"images.captions={caption_set}",
+            f"out={out}"]
     features(args + ["--verify"])
     with open_features(out) as f:
         assert f.label == "Oracle" and f.attrs["att_size"] == 4

@@ -134,8 +134,9 @@ def write_photos(folder) -> None:
 @pytest.mark.timeout(3000)
 def test_readme_commands_run_as_written_on_tiny_configs(tmp_path):
     repo = checkout(tmp_path)
-    for name in ("demo/pipeline_demo.yaml", "demo/pipeline_transformer.yaml", "study/pipeline_study.yaml"):
-        shrink(repo / "configs" / name)
+    for name in ("configs/demo/pipeline_demo.yaml", "configs/demo/pipeline_transformer.yaml",
+                 "studies/stage_one_seeds/configs/pipeline_study.yaml"):
+        shrink(repo / name)
     shrink_stage_config(repo / "configs/demo/demo_pose.yaml", stage1_tiny("configs/demo/demo_pose.yaml"))
     pins, demo, again, transformer, export, caption, stage1, doctor, doctor_module, doctor_coco, plan, rehearsal, \
         rehearsal_run, study, clean = RUN_HERE

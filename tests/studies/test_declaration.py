@@ -49,7 +49,7 @@ def test_the_committed_table_1_over_trunks_was_produced_under_the_declaration():
 
     from studies.declaration import DEFAULT, load_declaration, results_follow
 
-    path = DEFAULT.parents[2] / "docs" / "study_results" / "table1_trunks.json"
+    path = DEFAULT.parents[3] / "docs" / "study_results" / "table1_trunks.json"
     results = json.loads(path.read_text())
     assert results_follow(results, load_declaration()) == []
     assert results["ran"] == {"trunks": [0, 1, 2], "captioner_seeds": [0, 1], "test_images": 1000}

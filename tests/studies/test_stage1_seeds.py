@@ -26,7 +26,7 @@ def test_caption_seeds_share_seed_zeros_backbone(tmp_path):
 
 
 def test_dims_sweep_compares_the_smallest_log_ratio_with_every_triplet_row():
-    args = comparison(load_config("configs/study/study_pose_dims.yaml", []))
+    args = comparison(load_config("studies/stage_one_seeds/configs/study_pose_dims.yaml", []))
     matches = args.index("--matches")
     assert args[:2] == ["--reference", "L(Log-ratio)+M(Dense) 16-D"] and args[2] == "--against"
     assert args[3:matches] == [f"L(Triplet)+M(Dense) {d}-D" for d in (16, 128)]
@@ -38,7 +38,7 @@ def test_claims_name_the_figure_and_track():
     from studies.stage_one_seeds.stage1_seeds import claim
 
     assert claim(load_config("configs/demo/demo_layout.yaml", [])).startswith("Fig. 3 (layout)")
-    assert claim(load_config("configs/study/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
+    assert claim(load_config("studies/stage_one_seeds/configs/study_pose_dims.yaml", [])).startswith("Fig. 5: a 16-D")
 
 
 def test_verdict_rows_of_studies_not_rerun_are_kept(tmp_path):

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.studies, pytest.mark.timeout(1800)]
 def test_make_study_trunks_runs_every_declared_trunk_and_writes_table1_over_trunks(tmp_path):
     repo = checkout(tmp_path)
     for name in ("pipeline_trunks.yaml", "pipeline_trunks_raw.yaml"):
-        shrink(repo / "configs" / "study" / name)
+        shrink(repo / "studies" / "trunks" / "configs" / name)
     one = make(repo, "study-trunks", "TRUNKS=0")
     assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     assert "trunk 1 not finished: tables over trunks wait" in one.stdout
