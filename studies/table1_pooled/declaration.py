@@ -5,13 +5,20 @@ The declaration is committed before any result it governs, after the power plan 
 stamp is one sha256 over the declaration and every file that defines an arm (stage-one rows, label spaces,
 the label floor, feature and captioner configs, the pipeline), so that changing any of them after the
 declaration breaks the stamp (tests/studies/test_pooled_declaration.py). #46's declaration stays as it was.
+
+Once every declared trunk is kept and the table written, the study is closed (studies/table1_pooled/closed.yaml):
+the records and the table are final, the files may move and change, and the stamp is checked against the closing
+commit's files in git history instead of today's.
 """
 from __future__ import annotations
 
 import hashlib
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from omegaconf import OmegaConf
 
 from capcore.config import ConfigChecks, load_schema
@@ -20,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "configs" / "study" / "declaration_table1_pooled.yaml"
 MODELS = ("Att2all2", "Top-Down")
 TRAINING = ("XE", "RL")
+CLOSED = ROOT / "studies" / "table1_pooled" / "closed.yaml"
 
 
 @dataclass
@@ -101,19 +109,56 @@ def load_declaration(path: str | Path = DEFAULT) -> PooledDeclaration:
     return OmegaConf.to_object(cfg)  # the dataclass itself: its methods (captioner_seeds_of, name) work
 
 
-def declaration_stamp(path: str | Path = DEFAULT, root: Path = ROOT) -> str:
-    """sha256 over the declaration's bytes and, in its listed order, each arm file's path and bytes."""
-    path = Path(path)
-    digest = hashlib.sha256(path.read_bytes())
-    for name in OmegaConf.load(path).arm_files:
-        digest.update(b"\0" + name.encode() + b"\0" + (root / name).read_bytes())
+def stamp_of(declaration: bytes, read: Callable[[str], bytes]) -> str:
+    """sha256 over the declaration's bytes and, in its listed order, each arm file's path and bytes (``read``)."""
+    digest = hashlib.sha256(declaration)
+    for name in yaml.safe_load(declaration)["arm_files"]:
+        digest.update(b"\0" + name.encode() + b"\0" + read(name))
     return digest.hexdigest()
+
+
+def declaration_stamp(path: str | Path = DEFAULT, root: Path = ROOT) -> str:
+    """The stamp of the files as they lie now."""
+    return stamp_of(Path(path).read_bytes(), lambda name: (root / name).read_bytes())
+
+
+def stamp_at_commit(commit: str, declaration: str, root: Path = ROOT) -> str:
+    """The stamp of the files as they were at ``commit`` (read from git history): how a closed study's stamp is
+    checked once its files have moved or changed. Raises CalledProcessError where the history lacks the commit."""
+    def show(name: str) -> bytes:
+        return subprocess.run(["git", "-C", str(root), "show", f"{commit}:{name}"], capture_output=True,
+                              check=True).stdout
+    return stamp_of(show(declaration), show)
+
+
+@dataclass
+class Closed:
+    """The study's closing: every declared trunk kept and the table written, at ``commit``, under ``stamp``. From
+    then on the files may move and change (the records and the table are final), so the stamp the results carry
+    is checked against the closing commit's files, not the files of today."""
+    commit: str = ""
+    declaration: str = ""  # the declaration's path at that commit
+    stamp: str = ""
+
+
+def closed(path: Path = CLOSED) -> Closed | None:
+    """The study's closing record, or None while the study is open."""
+    return OmegaConf.to_object(load_schema(path, schema=Closed)) if path.is_file() else None
+
+
+def declared_stamp(path: str | Path = DEFAULT, root: Path = ROOT) -> str:
+    """The stamp results must carry: the closing record's once the study is closed (for its own declaration), else
+    the stamp of the files as they lie."""
+    done = closed()
+    if done is not None and Path(path).resolve() == DEFAULT.resolve():
+        return done.stamp
+    return declaration_stamp(path, root)
 
 
 def stamp(decl: PooledDeclaration, path: str | Path = DEFAULT, root: Path = ROOT) -> dict:
     """What a results file records of the declaration it was produced under."""
     return {"declaration": str(Path(path).relative_to(root)) if Path(path).is_relative_to(root) else str(path),
-            "stamp_sha256": declaration_stamp(path, root), "trunks": list(decl.design.trunks),
+            "stamp_sha256": declared_stamp(path, root), "trunks": list(decl.design.trunks),
             "seeds_per_trunk": decl.design.seeds_per_trunk, "test_images": decl.design.test_images,
             "alpha": decl.alpha, "equivalence_margin": decl.equivalence_margin,
             "primary": decl.primary.name(), "pooled_over": [list(c) for c in decl.pooled_over]}

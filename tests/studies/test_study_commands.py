@@ -63,8 +63,9 @@ def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the
     repo = checkout(tmp_path)
     shrink(repo / "configs" / "study" / "pipeline_table1_pooled.yaml")
     records = repo / "docs" / "study_results" / "table1_pooled"
-    for kept in [*records.glob("trunk_*.npz"), *records.glob("table1_pooled.*")]:  # the real study's kept trunks
-        kept.unlink()  # and table, once committed: this test starts the study afresh
+    closing = repo / "studies" / "table1_pooled" / "closed.yaml"
+    for kept in [*records.glob("trunk_*.npz"), *records.glob("table1_pooled.*"), closing]:
+        kept.unlink(missing_ok=True)  # the real study's kept trunks, table and closing: it starts afresh here
     one = make(repo, "study-table1", "TRUNKS=10")
     assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     assert "power plan (declared): 5 trunks x 1 captioner seeds x 5000 test images" in one.stdout
