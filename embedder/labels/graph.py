@@ -53,7 +53,7 @@ def read_graph(path: str | Path) -> NeighbourGraph:
         attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
         return NeighbourGraph(f["nn_idx"][()], f["nn_dist"][()], attrs)
 
-    return read_h5(path, read, "neighbour graph", "build it first (python -m embedder.study, or "
+    return read_h5(path, read, "neighbour graph", "build it first (python -m embedder.rows --config CFG, or "
                    "embedder.graph_shards build + merge)", "delete it and rebuild")
 
 

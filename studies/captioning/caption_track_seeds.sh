@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The captioning study's stage one over training seeds (issue #35): what the whole-trunk caption track
-# (configs/study/captioning_caption.yaml: Cap, log-ratio + dense; Cap2, dense triplet) writes into the trunk, seed
+# (studies/captioning/configs/captioning_caption.yaml: Cap, log-ratio + dense; Cap2, dense triplet) writes into the trunk, seed
 # by seed, and how much of the label ceiling its retrieval reaches.
 #   bash studies/captioning/caption_track_seeds.sh RUN SEED...
 #   e.g. bash studies/captioning/caption_track_seeds.sh runs/captioning 0 1 2
@@ -24,7 +24,7 @@ shift
 for seed in "$@"; do
   [[ $seed =~ ^[0-9]+$ ]] || { echo "error: seed '$seed' is not a whole number; $usage" >&2; exit 2; }
 done
-config=configs/study/captioning_caption.yaml
+config=studies/captioning/configs/captioning_caption.yaml
 results="$run/results/track_seeds"
 mkdir -p "$results"
 machine="$(python -c 'from capcore.cpu_isa import cpu_line; print(cpu_line())'), $(nproc) cores"

@@ -43,6 +43,6 @@ step "probes" bash -c "python -m studies.probes.probe --karpathy $refs --feature
   && python -m studies.probes.grid_probe --karpathy $refs --features ${feats[*]} --paired ${paired[*]} \
   --out $run/results/grid_probe"
 step "label ceiling" bash -c "python -m studies.caption_labels.caption_label_ceiling \
-  configs/study/captioning_caption.yaml run_dir=$run \
+  studies/captioning/configs/captioning_caption.yaml run_dir=$run \
   > $run/results/label_ceiling.md"
 echo "Table 1 over seeds: $run/results/table1/captioning_seeds.md; probes: $run/results/{probe,grid_probe}/"

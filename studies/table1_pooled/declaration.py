@@ -1,4 +1,4 @@
-"""Table 1's pooled study declaration (configs/study/declaration_table1_pooled.yaml, issue #56): read, checked,
+"""Table 1's pooled study declaration (studies/table1_pooled/configs/declaration_table1_pooled.yaml, issue #56): read, checked,
 stamped, and held against results.
 
 The declaration is committed before any result it governs, after the power plan it takes its design from. Its
@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from capcore.config import ConfigChecks, load_schema
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT = ROOT / "configs" / "study" / "declaration_table1_pooled.yaml"
+DEFAULT = ROOT / "studies" / "table1_pooled" / "configs" / "declaration_table1_pooled.yaml"
 MODELS = ("Att2all2", "Top-Down")
 TRAINING = ("XE", "RL")
 CLOSED = ROOT / "studies" / "table1_pooled" / "closed.yaml"

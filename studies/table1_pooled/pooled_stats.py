@@ -1,4 +1,4 @@
-"""The tests of Table 1's pooled study (issue #56, configs/study/declaration_table1_pooled.yaml).
+"""The tests of Table 1's pooled study (issue #56, studies/table1_pooled/configs/declaration_table1_pooled.yaml).
 
 - ``pooled_values``: the primary contrast's one number per trunk, Cap − Img averaged over the four cells (two
   models, XE and RL) and over the trunk's captioner seeds.

@@ -21,16 +21,17 @@ import numpy as np
 
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
-from studies.table1_pooled.declaration import DEFAULT, MODELS, ROOT, TRAINING, Contrast, load_declaration, stamp
+from studies.table1_pooled.declaration import (DEFAULT, MODELS, ROOT, TRAINING, Contrast, declared_stamp,
+                                               load_declaration, stamp)
 from studies.table1_pooled.pooled_stats import pooled_values, tost, trunk_t, verdict
 from studies.table1_pooled.power_plan import detectable
 from studies.table1_pooled.trunk_record import RECORDS, TrunkRecord, read_record
 from studies.trunks.trunk_stats import components, holm
 
 
-def collect(records: Path, decl) -> list[TrunkRecord]:
-    """Every declared trunk's record, checked against the declaration (its seeds, arms, image count)."""
-    out = []
+def collect(records: Path, decl, declaration: Path = DEFAULT) -> list[TrunkRecord]:
+    """Every declared trunk's record, checked against the declaration (its stamp, seeds, arms, image count)."""
+    want, out = declared_stamp(declaration), []
     for t in decl.design.trunks:
         path = records / f"trunk_{t}.npz"
         if not path.is_file():
@@ -40,6 +41,9 @@ def collect(records: Path, decl) -> list[TrunkRecord]:
         if record.seeds != decl.captioner_seeds_of(t) or record.arms != list(decl.arms):
             raise CapawareError(path, f"seeds {record.seeds} / arms {record.arms} are not the declaration's",
                                 "rerun the trunk under this declaration")
+        if record.stamp != want:
+            raise CapawareError(path, f"ran under stamp {record.stamp[:12] or 'none'}, not the declaration's "
+                                f"{want[:12]}", "rerun the trunk under this declaration")
         out.append(record)
     if len({len(r.image_ids) for r in out}) != 1 or any(not np.array_equal(r.image_ids, out[0].image_ids) for r in out):
         raise CapawareError(records, "the trunks were scored on different test images",
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=None, help="[the records' folder]")
     a = ap.parse_args(argv)
     decl = load_declaration(a.declaration)
-    result = analyse(collect(a.records, decl), decl, a.declaration.resolve())
+    result = analyse(collect(a.records, decl, a.declaration), decl, a.declaration.resolve())
     out = a.out or a.records
     write_text(out / "table1_pooled.json", json.dumps(result, indent=1, default=float) + "\n")
     write_text(out / "table1_pooled.md", markdown(result))

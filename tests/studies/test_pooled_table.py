@@ -106,3 +106,16 @@ def test_a_missing_trunk_names_the_command_that_resumes_it(tmp_path):
               "--records", str(tmp_path / "records")])
     with pytest.raises(CapawareError, match="not kept yet"):
         main(["--records", str(tmp_path / "records"), "--declaration", str(path)])
+
+
+def test_a_trunk_kept_under_another_stamp_is_refused(tmp_path):
+    from capcore.errors import CapawareError
+
+    path = declaration(tmp_path)
+    write_run(tmp_path / "run", load_declaration(path))
+    for t in TRUNKS:
+        keep([str(tmp_path / "run"), str(t), "--machine", "x", "--seconds", "1", "--declaration", str(path),
+              "--records", str(tmp_path / "records")])
+    path.write_text(path.read_text().replace("effect: 0.03", "effect: 0.02"))  # the declaration changed after
+    with pytest.raises(CapawareError, match="not the declaration's"):
+        main(["--records", str(tmp_path / "records"), "--declaration", str(path)])

@@ -61,7 +61,7 @@ def test_make_study_table1_keeps_each_trunk_and_writes_the_pooled_table_from_the
     from studies.table1_pooled.trunk_record import read_record, write_record
 
     repo = checkout(tmp_path)
-    shrink(repo / "configs" / "study" / "pipeline_table1_pooled.yaml")
+    shrink(repo / "studies" / "table1_pooled" / "configs" / "pipeline_table1_pooled.yaml")
     records = repo / "docs" / "study_results" / "table1_pooled"
     closing = repo / "studies" / "table1_pooled" / "closed.yaml"
     for kept in [*records.glob("trunk_*.npz"), *records.glob("table1_pooled.*"), closing]:
