@@ -97,9 +97,9 @@ TRUNKS ?=
 study-trunks: venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash studies/trunks/study_trunks.sh $(TRUNKS_RUN) $(TRUNKS)
 
-# Table 1 with the power to answer (issue #56; studies/table1_pooled/configs/declaration_table1_pooled.yaml): the power plan's trunks,
-# one pooled primary contrast, TOST, a known-effect check; resumable trunk by trunk, each finished trunk kept in
-# docs/study_results/table1_pooled/ (commit it) and the table read from those records
+# Table 1 with the power to answer (issue #56; studies/table1_pooled/configs/declaration_table1_pooled.yaml): the power
+# plan's trunks, one pooled primary contrast, TOST, a known-effect check; resumable trunk by trunk, each finished trunk
+# kept in docs/study_results/table1_pooled/ (commit it) and the table read from those records
 # (studies/table1_pooled/study_pooled.sh; TRUNKS="3 4" runs those trunks).
 POOLED_RUN ?= runs/table1_pooled
 study-table1: venv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The captioning study's stage one over training seeds (issue #35): what the whole-trunk caption track
-# (studies/captioning/configs/captioning_caption.yaml: Cap, log-ratio + dense; Cap2, dense triplet) writes into the trunk, seed
-# by seed, and how much of the label ceiling its retrieval reaches.
+# (studies/captioning/configs/captioning_caption.yaml: Cap, log-ratio + dense; Cap2, dense triplet) writes into the
+# trunk, seed by seed, and how much of the label ceiling its retrieval reaches.
 #   bash studies/captioning/caption_track_seeds.sh RUN SEED...
 #   e.g. bash studies/captioning/caption_track_seeds.sh runs/captioning 0 1 2
 # Needs only the study's data stage (run here when missing). Seed 0 reuses a finished `make study-captioning`

@@ -1,5 +1,5 @@
-"""Table 1's pooled study declaration (studies/table1_pooled/configs/declaration_table1_pooled.yaml, issue #56): read, checked,
-stamped, and held against results.
+"""Table 1's pooled study declaration (studies/table1_pooled/configs/declaration_table1_pooled.yaml, issue #56):
+read, checked, stamped, and held against results.
 
 The declaration is committed before any result it governs, after the power plan it takes its design from. Its
 stamp is one sha256 over the declaration and every file that defines an arm (stage-one rows, label spaces,

@@ -3,8 +3,9 @@
 #   bash studies/table1_pooled/study_pooled.sh [RUN] [TRUNK...]      defaults: runs/table1_pooled, the declared trunks
 # It prints the power plan's design and time first. Then, for each trunk T not yet kept (resumable trunk by trunk,
 # in any order, on any machine: a trunk is done once its record is in the repository):
-#   1. scripts/pipeline.sh on RUN/tT/pipeline.yaml (studies/table1_pooled/configs/pipeline_table1_pooled.yaml with seed=T on stage
-#      one) up to the features: the trunk's own Img, its Cap, Img-kinds and Img-self rows, five feature sets;
+#   1. scripts/pipeline.sh on RUN/tT/pipeline.yaml (studies/table1_pooled/configs/pipeline_table1_pooled.yaml with
+#      seed=T on stage one) up to the features: the trunk's own Img, its Cap, Img-kinds and Img-self rows, five feature
+#      sets;
 #   2. both captioners, XE then SCST, on every feature set, over the trunk's own captioner seeds
 #      (studies/table1_seeds/table1_seeds.sh; each run resumes);
 #   3. its record, kept: docs/study_results/table1_pooled/trunk_T.npz (scores, per-image scores, CPU, wall time).
@@ -32,7 +33,7 @@ for t in "${trunks[@]}"; do
   mkdir -p "$dir"
   python -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); c['run_dir'] = sys.argv[2]
 c['stage1'] = [f'{e} seed={sys.argv[3]}' for e in c['stage1']]; print(yaml.safe_dump(c, sort_keys=False), end='')" \
-    studies/table1_pooled/configs/pipeline_table1_pooled.yaml "$dir" "$t" >"$dir/pipeline.yaml"  # the trunk: its seed on stage one
+    studies/table1_pooled/configs/pipeline_table1_pooled.yaml "$dir" "$t" >"$dir/pipeline.yaml"  # seed T: the trunk
   bash scripts/pipeline.sh "$dir/pipeline.yaml" --run "$dir" --to features
   read -r -a seeds <<<"$(declared "*d.captioner_seeds_of($t)")"
   bash studies/table1_seeds/table1_seeds.sh "$dir/pipeline.yaml" "$dir" "${seeds[@]}" --results "$dir/results/table1" \

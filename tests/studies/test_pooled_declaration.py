@@ -1,5 +1,5 @@
-"""studies/table1_pooled/configs/declaration_table1_pooled.yaml and its stamp (issue #56): the stamp covers every file that
-defines an arm, so changing one after the declaration breaks it; the declaration loads and names its arms."""
+"""studies/table1_pooled/configs/declaration_table1_pooled.yaml and its stamp (issue #56): the stamp covers every
+file that defines an arm, so changing one after the declaration breaks it; the declaration loads and names its arms."""
 from __future__ import annotations
 
 import json
@@ -90,7 +90,8 @@ def test_the_declaration_names_its_arms_seeds_and_files():
     assert {"Img", "Cap", "Img-kinds", "Img-self", "Oracle"} == set(decl.arms)
     assert decl.known_effect.name() == "Oracle − Img"
     for must in ("embedder/row_labels.py", "embedder/labels/floor.py", "embedder/labels/frozen_embedding.py",
-                 "studies/table1_pooled/configs/pooled_caption.yaml", "studies/table1_pooled/configs/pipeline_table1_pooled.yaml"):
+                 "studies/table1_pooled/configs/pooled_caption.yaml",
+                 "studies/table1_pooled/configs/pipeline_table1_pooled.yaml"):
         assert must in decl.arm_files, must
     seeds = [s for t in decl.design.trunks for s in decl.captioner_seeds_of(t)]
     assert len(set(seeds)) == len(seeds) and 0 not in seeds  # nested: no two trunks share a captioner seed
