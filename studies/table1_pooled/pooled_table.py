@@ -95,15 +95,23 @@ def analyse(records: list[TrunkRecord], decl, declaration: Path) -> dict:
 def markdown(result: dict) -> str:
     p, k = result["primary"], result["known_effect"]
     detected = k["p"] < result["declared"]["alpha"] and k["mean"] > 0
-    line = "| {contrast} | {mean:+.3f} | [{low:+.3f}, {high:+.3f}] | {p:.3g} | {detectable:.3f} |"
+    def line(c: dict) -> str:
+        t = c["tost"]
+        return (f"| {c['contrast']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | {c['p']:.3g} | "
+                f"[{t['low']:+.3f}, {t['high']:+.3f}] | {t['p']:.3g} | {c['detectable']:.3f} |")
+
+    margin = result["declared"]["equivalence_margin"]
     lines = [f"### Table 1, pooled over the four cells ({len(result['ran']['trunks'])} trunks, "
              f"{result['ran']['test_images']} test images; CIDEr-D)", "",
              f"**Primary: {p['contrast']}**: {p['verdict']}. The plan promised {result['promise']['power']:.0%} power "
              f"at {result['promise']['effect']:.2f}; detectable at this spread: {p['detectable']:.3f}.", "",
              f"**Known-effect check, {k['contrast']}**: {'detected' if detected else 'NOT detected'}"
              f" ({k['mean']:+.3f}, p {k['p']:.3g}).", "",
-             "| pooled contrast | mean | 95% interval | p | detectable |", "|---|---:|---:|---:|---:|",
-             line.format(**p), line.format(**k), *(line.format(**s) for s in result["secondary"]), "",
+             f"| pooled contrast | mean | 95% interval | p | TOST 90% interval | TOST p (±{margin:g}) | detectable |",
+             "|---|---:|---:|---:|---:|---:|---:|", line(p), line(k), *(line(s) for s in result["secondary"]), "",
+             "The first row is the primary test and the second the known-effect check; the others are numbers and "
+             f"intervals, with no verdict words. TOST: two one-sided t-tests against ±{margin:g} (equivalence where "
+             "its p < alpha).", "",
              "Secondary: the primary contrast's cells (Holm over the four; numbers and intervals, no verdicts).", "",
              "| cell | mean | 95% interval | p | Holm p |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {c['model']} {c['training']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "

@@ -119,3 +119,16 @@ def test_a_trunk_kept_under_another_stamp_is_refused(tmp_path):
     path.write_text(path.read_text().replace("effect: 0.03", "effect: 0.02"))  # the declaration changed after
     with pytest.raises(CapawareError, match="not the declaration's"):
         main(["--records", str(tmp_path / "records"), "--declaration", str(path)])
+
+
+def test_the_committed_pooled_table_recomputes_from_the_kept_records(tmp_path):
+    """Issue #56's bookkeeping: docs/study_results/table1_pooled/table1_pooled.{json,md} are what the command
+    writes from the five kept trunk records alone, to the byte."""
+    from studies.table1_pooled.declaration import ROOT
+
+    records = ROOT / "docs" / "study_results" / "table1_pooled"
+    if not (records / "table1_pooled.json").is_file():
+        pytest.skip("the pooled table is not written yet (the study is open)")
+    main(["--records", str(records), "--out", str(tmp_path)])
+    for name in ("table1_pooled.json", "table1_pooled.md"):
+        assert (tmp_path / name).read_bytes() == (records / name).read_bytes(), name
