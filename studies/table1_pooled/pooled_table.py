@@ -89,7 +89,14 @@ def analyse(records: list[TrunkRecord], decl, declaration: Path) -> dict:
                     "machines": {r.trunk: f"{r.machine}; {r.seconds:.0f} s" for r in records}},
             "primary": pooled(records, decl, decl.primary), "promise": asdict(decl.promise), "plan": plan,
             "known_effect": pooled(records, decl, decl.known_effect), "cells": cells(records, decl),
-            "secondary": [pooled(records, decl, c) for c in decl.secondary]}
+            "secondary": [pooled(records, decl, c) for c in decl.secondary], "scale": scale(records, decl)}
+
+
+def scale(records: list[TrunkRecord], decl) -> dict:
+    """Each arm's CIDEr-D in each cell, its mean over trunks and seeds: the scale the differences sit on."""
+    scores = np.stack([r.scores for r in records])  # [trunk, seed, arm, model, training]
+    return {arm: [float(scores[:, :, a, MODELS.index(m), TRAINING.index(t)].mean()) for m, t in decl.pooled_over]
+            for a, arm in enumerate(records[0].arms)}
 
 
 def markdown(result: dict) -> str:
@@ -116,6 +123,10 @@ def markdown(result: dict) -> str:
              "| cell | mean | 95% interval | p | Holm p |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {c['model']} {c['training']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "
               f"{c['p']:.3g} | {c['holm_p']:.3g} |" for c in result["cells"]]
+    cells = [f"{c['model']} {c['training']}" for c in result["cells"]]
+    lines += ["", "The scale: each arm's CIDEr-D, mean over trunks and seeds.", "",
+              "| arm | " + " | ".join(cells) + " |", "|---|" + "---:|" * len(cells)]
+    lines += [f"| {arm} | " + " | ".join(f"{v:.3f}" for v in values) + " |" for arm, values in result["scale"].items()]
     return "\n".join(lines) + "\n"
 
 

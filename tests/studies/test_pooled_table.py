@@ -88,6 +88,8 @@ def test_the_pooled_table_tests_the_declared_contrast_and_keeps_what_recomputes_
     assert [s["contrast"] for s in result["secondary"]] == ["Cap − Img-self", "Img-kinds − Img"]
     assert result["ran"]["test_images"] == IMAGES and result["declared"]["stamp_sha256"]
     assert "Known-effect check, Oracle − Img**: detected" in (records / "table1_pooled.md").read_text()
+    cell = [list(c) for c in decl.pooled_over].index(["Top-Down", "RL"])  # the scale: each arm's mean per cell
+    assert result["scale"]["Cap"][cell] == pytest.approx(truth[:, :, cap, 1, 1].mean(), abs=1e-5)
 
     runs = np.stack([r.per_image for r in kept]).mean(axis=-1)  # each run's score is its images' mean (CIDEr-D is)
     pooled_runs = (runs[:, :, cap] - runs[:, :, img]).mean(axis=(2, 3))  # [trunk, seed] over the four cells
