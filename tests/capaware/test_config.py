@@ -133,10 +133,9 @@ def test_every_shipped_config_passes_its_own_validator(name):
 
 
 def test_configs_live_in_one_folder_per_use():
-    """configs/ has the product's folders (demo, paper; and study/, the pooled study's stamped files until that
-    study closes), each named in configs/README.md; every other study's configs are in studies/<study>/configs/,
-    named in that study's README; no YAML lies at the top of configs/ (issue #58)."""
-    folders = {"demo", "study", "paper"}
+    """configs/ has the product's folders (demo, paper), each named in configs/README.md; every study's configs
+    are in studies/<study>/configs/, named in that study's README; no YAML lies at the top of configs/ (issue #58)."""
+    folders = {"demo", "paper"}
     assert not list((ROOT / "configs").glob("*.y*ml"))
     assert {str(Path(n).parent) for n in SHIPPED if n.startswith("configs/")} == {f"configs/{f}" for f in folders}
     studies = {Path(n).parent for n in SHIPPED if not n.startswith("configs/")}
