@@ -102,6 +102,7 @@ def scale(records: list[TrunkRecord], decl) -> dict:
 def markdown(result: dict) -> str:
     p, k = result["primary"], result["known_effect"]
     detected = k["p"] < result["declared"]["alpha"] and k["mean"] > 0
+
     def line(c: dict) -> str:
         t = c["tost"]
         return (f"| {c['contrast']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | {c['p']:.3g} | "
@@ -123,9 +124,9 @@ def markdown(result: dict) -> str:
              "| cell | mean | 95% interval | p | Holm p |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {c['model']} {c['training']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "
               f"{c['p']:.3g} | {c['holm_p']:.3g} |" for c in result["cells"]]
-    cells = [f"{c['model']} {c['training']}" for c in result["cells"]]
+    cell_names = [f"{c['model']} {c['training']}" for c in result["cells"]]
     lines += ["", "The scale: each arm's CIDEr-D, mean over trunks and seeds.", "",
-              "| arm | " + " | ".join(cells) + " |", "|---|" + "---:|" * len(cells)]
+              "| arm | " + " | ".join(cell_names) + " |", "|---|" + "---:|" * len(cell_names)]
     lines += [f"| {arm} | " + " | ".join(f"{v:.3f}" for v in values) + " |" for arm, values in result["scale"].items()]
     return "\n".join(lines) + "\n"
 
