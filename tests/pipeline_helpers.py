@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,23 @@ def build_upstream(tmp: Path) -> tuple[Path, Path]:
     config = tiny_config(tmp, feature_sets=["cap"])
     out = pipeline(config, tmp / "base", "--to", "features", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+    check_stage1_progress(out.stdout)
     return config, tmp / "base"
+
+
+def check_stage1_progress(stdout: str) -> None:
+    """Stage one said each finished row while it ran (capcore/progress.py): per study, rows 1..n in order, each
+    with its nDCG, all before the stage's ``done`` line (issue #65: 6-9 minutes of silence before)."""
+    lines = stdout.splitlines()
+    done = next(i for i, line in enumerate(lines) if line.startswith("[stage1] done in "))
+    rows = [re.match(r"^\[stage1\] (\S+): row (\d+)/(\d+) .+: nDCG@\d+ [01]\.\d{3}( \(\d+ s\))?$", line)
+            for line in lines[:done]]
+    seen: dict[str, list[int]] = {}
+    for m in filter(None, rows):
+        seen.setdefault(m[1], []).append(int(m[2]))
+        assert (m[4] is None) == (m[2] == "1"), m[0]  # trained rows say how long they took; the baseline row not
+    totals = {m[1]: int(m[3]) for m in filter(None, rows)}
+    assert seen and all(seen[s] == list(range(1, totals[s] + 1)) for s in seen), (seen, totals)
 
 
 def copies(base: Path, *dests: Path) -> tuple[Path, ...]:
