@@ -29,6 +29,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from studies.json_files import read_json_files
 from studies.declaration import load_declaration
+from studies.provenance import with_commit
 
 GROUP = "colour"
 
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     v = verdict(read(a.real), read(a.shuffled), pc.colour_floor, pc.shuffled_margin)
     text = markdown(v)
     write_text(Path(a.out) / "positive_control.md", text)
-    write_text(Path(a.out) / "positive_control.json", json.dumps(v, indent=1))
+    write_text(Path(a.out) / "positive_control.json", json.dumps(with_commit(v), indent=1))
     print(text, end="")
 
 

@@ -4,13 +4,16 @@
   models, XE and RL) and over the trunk's captioner seeds.
 - ``trunk_t``: the two-sided one-sample t-test of those numbers on trunks − 1 degrees of freedom, with its
   interval (studies.trunks.trunk_stats.trunk_test computes the same test; this one adds the interval's ends).
+- ``sign_flip_p``: the exact two-sided sign-flip (randomization) test of the same numbers, beside the t-test's p:
+  it assumes only that each trunk's value is symmetric about zero under the null (the t-test assumes them normal),
+  and is exact over the 2^n sign patterns, so with n trunks it cannot go below 2 / 2^n (.0625 for five).
 - ``tost``: the equivalence test at ±margin, two one-sided t-tests on the same numbers; it passes when both
   reject at alpha, which is the same as the 1 − 2·alpha interval lying inside ±margin.
 - ``verdict``: the only words the study may print about its question.
 
 Hand-written because each is a few lines over scipy's t distribution (scipy has no TOST; statsmodels, which
 has one, is not a dependency); tests/studies/test_pooled_stats.py checks each on hand-worked cases and against
-scipy.stats.ttest_1samp.
+scipy.stats.ttest_1samp (the sign-flip p against scipy.stats.permutation_test and a hand enumeration).
 """
 from __future__ import annotations
 
@@ -37,6 +40,22 @@ def trunk_t(values, alpha: float = 0.05) -> dict:
     p = float(2 * student_t.sf(abs(mean) / se, df)) if se > 0 else (0.0 if mean else 1.0)
     return {"n_trunks": n, "mean": mean, "se": se, "df": df, "p": p, "low": mean - half, "high": mean + half,
             "values": v.tolist()}
+
+
+def sign_flip_p(values) -> float:
+    """Two-sided p of the exact sign-flip test: the share of the 2^n sign patterns of ``values`` (the observed one
+    and its mirror among them) whose mean is at least as far from zero as the observed mean. Under the null each
+    value is as likely negated as not (symmetric about zero; no normality), so the p is exact, and never below
+    2 / 2^n. Ties within a relative 1e-12 count as "at least as far" (float sums of reordered signs differ in the
+    last bits)."""
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    if not 1 <= n <= 20:
+        raise ValueError(f"the exact sign-flip test enumerates 2^n patterns: n = {n} is outside 1..20")
+    signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)  # [2^n, n] of +-1, row 0 all +1
+    means = np.abs(signs @ v) / n
+    observed = abs(float(v.mean()))
+    return float(np.mean(means >= observed * (1 - 1e-12)))
 
 
 def tost(values, margin: float, alpha: float = 0.05) -> dict:

@@ -8,6 +8,8 @@ any machine, whichever machines ran the trunks. Written to DIR (default: the rec
 - ``table1_pooled.json``: the primary pooled contrast (its test, TOST, verdict, the plan's promise, and the
   detectable effect at the declared alpha from the observed spread), the known-effect check, the four cells
   (Holm, intervals) and the secondary pooled contrasts (numbers and intervals only), with every trunk's machine;
+  beside every t-test's p, the exact sign-flip p of the same trunk values (``sign_flip_p``: added after the close,
+  issue #65, as the TOST and scale columns were; it changes no other number and no verdict word);
 - ``table1_pooled.md``: the same as tables, with the verdict words the primary test and TOST allow and no others.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from studies.table1_pooled.declaration import (DEFAULT, MODELS, ROOT, TRAINING, Contrast, declared_stamp,
                                                load_declaration, stamp)
-from studies.table1_pooled.pooled_stats import pooled_values, tost, trunk_t, verdict
+from studies.table1_pooled.pooled_stats import pooled_values, sign_flip_p, tost, trunk_t, verdict
 from studies.table1_pooled.power_plan import detectable
 from studies.table1_pooled.trunk_record import RECORDS, TrunkRecord, read_record
 from studies.trunks.trunk_stats import components, holm
@@ -65,7 +67,7 @@ def pooled(records, decl, contrast: Contrast) -> dict:
     test = trunk_t(values, decl.alpha)
     equivalence = tost(values, decl.equivalence_margin, decl.alpha)
     spread = float(np.var(values, ddof=1))
-    return {"contrast": contrast.name(), **test, "tost": equivalence,
+    return {"contrast": contrast.name(), **test, "sign_flip_p": sign_flip_p(values), "tost": equivalence,
             "verdict": verdict(test, equivalence, decl.alpha),
             "detectable": detectable(spread, len(values), decl.alpha) if spread > 0 else 0.0,
             "runs": runs.tolist(), "components": asdict(components(runs.tolist()))}
@@ -73,8 +75,9 @@ def pooled(records, decl, contrast: Contrast) -> dict:
 
 def cells(records, decl) -> list[dict]:
     """The primary contrast's four cells, secondary: each with its own test and interval, Holm over the four."""
-    out = [{"model": m, "training": t, **trunk_t(cell_diffs(records, decl.primary, m, t).mean(axis=1), decl.alpha)}
-           for m, t in decl.pooled_over]
+    values = [cell_diffs(records, decl.primary, m, t).mean(axis=1) for m, t in decl.pooled_over]
+    out = [{"model": m, "training": t, **trunk_t(v, decl.alpha), "sign_flip_p": sign_flip_p(v)}
+           for (m, t), v in zip(decl.pooled_over, values)]
     rejected, adjusted = holm([c["p"] for c in out], decl.alpha)
     for c, r, a in zip(out, rejected, adjusted):
         c.update(holm_p=a, holm_rejects=r)
@@ -99,6 +102,14 @@ def scale(records: list[TrunkRecord], decl) -> dict:
             for a, arm in enumerate(records[0].arms)}
 
 
+def sign_flip_note(n: int) -> str:
+    """What the two p columns assume, and the sign-flip test's floor with ``n`` trunks."""
+    return (f"p: the t-test on {n - 1} df, which assumes the {n} per-trunk differences normal. sign-flip p: the exact "
+            f"two-sided sign-flip test of the same {n} numbers, which assumes only that each trunk's difference is "
+            f"symmetric about zero under the null; exact over the 2^{n} = {2 ** n} sign patterns, it cannot go below "
+            f"2/{2 ** n} = {2 / 2 ** n:.4g}.")
+
+
 def markdown(result: dict) -> str:
     p, k = result["primary"], result["known_effect"]
     detected = k["p"] < result["declared"]["alpha"] and k["mean"] > 0
@@ -106,7 +117,8 @@ def markdown(result: dict) -> str:
     def line(c: dict) -> str:
         t = c["tost"]
         return (f"| {c['contrast']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | {c['p']:.3g} | "
-                f"[{t['low']:+.3f}, {t['high']:+.3f}] | {t['p']:.3g} | {c['detectable']:.3f} |")
+                f"{c['sign_flip_p']:.3g} | [{t['low']:+.3f}, {t['high']:+.3f}] | {t['p']:.3g} | "
+                f"{c['detectable']:.3f} |")
 
     margin = result["declared"]["equivalence_margin"]
     lines = [f"### Table 1, pooled over the four cells ({len(result['ran']['trunks'])} trunks, "
@@ -115,15 +127,16 @@ def markdown(result: dict) -> str:
              f"at {result['promise']['effect']:.2f}; detectable at this spread: {p['detectable']:.3f}.", "",
              f"**Known-effect check, {k['contrast']}**: {'detected' if detected else 'NOT detected'}"
              f" ({k['mean']:+.3f}, p {k['p']:.3g}).", "",
-             f"| pooled contrast | mean | 95% interval | p | TOST 90% interval | TOST p (±{margin:g}) | detectable |",
-             "|---|---:|---:|---:|---:|---:|---:|", line(p), line(k), *(line(s) for s in result["secondary"]), "",
+             f"| pooled contrast | mean | 95% interval | p | sign-flip p | TOST 90% interval | TOST p (±{margin:g}) | "
+             "detectable |", "|---|---:|---:|---:|---:|---:|---:|---:|", line(p), line(k),
+             *(line(s) for s in result["secondary"]), "",
              "The first row is the primary test and the second the known-effect check; the others are numbers and "
              f"intervals, with no verdict words. TOST: two one-sided t-tests against ±{margin:g} (equivalence where "
-             "its p < alpha).", "",
+             "its p < alpha).", "", sign_flip_note(len(result["ran"]["trunks"])), "",
              "Secondary: the primary contrast's cells (Holm over the four; numbers and intervals, no verdicts).", "",
-             "| cell | mean | 95% interval | p | Holm p |", "|---|---:|---:|---:|---:|"]
+             "| cell | mean | 95% interval | p | sign-flip p | Holm p |", "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {c['model']} {c['training']} | {c['mean']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "
-              f"{c['p']:.3g} | {c['holm_p']:.3g} |" for c in result["cells"]]
+              f"{c['p']:.3g} | {c['sign_flip_p']:.3g} | {c['holm_p']:.3g} |" for c in result["cells"]]
     cell_names = [f"{c['model']} {c['training']}" for c in result["cells"]]
     lines += ["", "The scale: each arm's CIDEr-D, mean over trunks and seeds.", "",
               "| arm | " + " | ".join(cell_names) + " |", "|---|" + "---:|" * len(cell_names)]

@@ -35,6 +35,7 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, nct
 from scipy.stats import t as student_t
 
+from studies.provenance import with_commit
 from studies.trunks.trunk_stats import components
 
 RESULTS = Path("docs/study_results/table1_trunks.json")
@@ -101,7 +102,8 @@ def plan_components(results: dict) -> tuple[PooledComponents, PooledComponents]:
 def upper_limit(variance: float, df: int, level: float) -> float:
     """The one-sided ``level`` upper confidence limit of a variance estimated on ``df`` degrees of freedom
     (df · s² / χ²(1 − level, df)). #46's trunk component rests on 2 df, so planning on the point estimate would
-    promise power the design may not have: at level .8 the limit is 3.1 times the estimate on 2 df."""
+    promise power the design may not have: at level .8 the limit is 4.48 times the estimate on 2 df
+    (2 / χ²(.2, 2) = 2 / .446)."""
     return df * variance / chi2.ppf(1 - level, df)
 
 
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
                                both.seeds, both.images), both.trunks, args.alpha) for e in plan["ends"].values())}
         print(f"declare: {json.dumps(plan['declare'])}")
     if args.out:
-        args.out.write_text(json.dumps(plan, indent=1) + "\n")
+        args.out.write_text(json.dumps(with_commit(plan), indent=1) + "\n")  # with the commit that computed it
 
 
 if __name__ == "__main__":

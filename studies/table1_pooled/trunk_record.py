@@ -5,8 +5,9 @@ A trunk's run folder holds gigabytes (checkpoints, features); what the table nee
 and its per-image CIDEr-D on the test split. ``write_record`` gathers them from the per-seed tables
 studies/table1_seeds/table1_seeds.sh wrote (``RUN/t<T>/results/table1/s<seed>/captioning.json``) into one compressed
 file, ``docs/study_results/table1_pooled/trunk_<T>.npz``, with the declaration's stamp, the CPU that ran it, the wall
-time of the sitting that finished it (``seconds``) and when the trunk first started (``started``, from its data
-stage's log): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So
+time of the sitting that finished it (``seconds``), when the trunk first started (``started``, from its data
+stage's log) and the commit that wrote it (``commit``, ``dirty``: studies.provenance; records kept before issue #65
+lack them): a trunk resumed over several sittings ran for less than ``started`` to now and more than ``seconds``. So
 a study longer than one sitting is resumed on another machine from the records committed so far, and the table
 (studies.table1_pooled.pooled_table) reads them all.
 """
@@ -21,7 +22,9 @@ import numpy as np
 
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError, run_cli
-from studies.table1_pooled.declaration import DEFAULT, MODELS, ROOT, TRAINING, declaration_stamp, load_declaration
+from studies.provenance import computed_at
+from studies.table1_pooled.declaration import (DEFAULT, MODELS, ROOT, TRAINING, declaration_stamp,
+                                               load_declaration)
 from studies.table1_seeds.results_seeds import per_image_scores, read_table
 
 RECORDS = ROOT / "docs" / "study_results" / "table1_pooled"
@@ -39,6 +42,8 @@ class TrunkRecord:
     seconds: float  # the wall time of the sitting that finished the trunk
     started: str = ""  # when its first sitting began (UTC, ISO 8601), from RUN/tT/logs/data.log; "" if unknown
     stamp: str = ""  # the declaration's stamp when the record was written (studies/table1_pooled/declared_stamp.txt)
+    commit: str = ""  # the commit of the code that wrote the record ("" in records kept before issue #65)
+    dirty: bool = False  # whether that checkout's tracked files differed from the commit
 
 
 def gather(run: Path, trunk: int, decl) -> TrunkRecord:
@@ -65,12 +70,17 @@ def gather(run: Path, trunk: int, decl) -> TrunkRecord:
 
 
 def write_record(record: TrunkRecord, folder: Path = RECORDS) -> Path:
+    """The record as ``folder/trunk_<T>.npz``, with the commit that writes it (unless it already names one)."""
+    if not record.commit:
+        at = computed_at()
+        record.commit, record.dirty = at["commit"], bool(at["dirty"])
     path = folder / f"trunk_{record.trunk}.npz"
     buffer = io.BytesIO()
     np.savez_compressed(buffer, trunk=record.trunk, seeds=np.array(record.seeds), arms=np.array(record.arms),
                         models=np.array(MODELS), training=np.array(TRAINING), image_ids=record.image_ids,
                         scores=record.scores, per_image=record.per_image, machine=record.machine,
-                        seconds=record.seconds, started=record.started, stamp=record.stamp)
+                        seconds=record.seconds, started=record.started, stamp=record.stamp, commit=record.commit,
+                        dirty=record.dirty)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
     return path
@@ -80,7 +90,8 @@ def read_record(path: Path) -> TrunkRecord:
     with np.load(path) as f:
         return TrunkRecord(int(f["trunk"]), f["seeds"].tolist(), f["arms"].tolist(), f["image_ids"], f["scores"],
                            f["per_image"], str(f["machine"]), float(f["seconds"]),
-                           str(f["started"]) if "started" in f else "", str(f["stamp"]) if "stamp" in f else "")
+                           str(f["started"]) if "started" in f else "", str(f["stamp"]) if "stamp" in f else "",
+                           str(f["commit"]) if "commit" in f else "", bool(f["dirty"]) if "dirty" in f else False)
 
 
 def first_start(run: Path, trunk: int) -> str:

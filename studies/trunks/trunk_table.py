@@ -14,7 +14,7 @@ RUN holds one folder per trunk, ``t<seed>``, each with the per-seed tables studi
   (``t<seed>/raw/``), their own Holm family, and whether each decision is the standardised one's.
 
 The JSON carries the declaration's stamp and what actually ran; studies.declaration.results_follow
-holds one against the other.
+holds one against the other. It also carries the commit that computed it (``computed_at``: studies.provenance).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import numpy as np
 from capcore.atomic import write_text
 from capcore.errors import CapawareError, run_cli
 from studies.declaration import DEFAULT, Comparison, load_declaration, stamp
+from studies.provenance import with_commit
 from studies.table1_seeds.results_seeds import paired_test, per_image_scores, read_table
 from studies.trunks.trunk_stats import components, holm, images_needed, trunk_test, trunks_needed
 
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out or run / "results" / "trunks")
     text = markdown(result, decl, declaration)
     write_text(out / "table1_trunks.md", text)
-    write_text(out / "table1_trunks.json", json.dumps(result, indent=1, default=float))
+    write_text(out / "table1_trunks.json", json.dumps(with_commit(result), indent=1, default=float))
     print(text, end="")
 
 

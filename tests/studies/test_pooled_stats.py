@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_1samp
 
-from studies.table1_pooled.pooled_stats import pooled_values, tost, trunk_t, verdict
+from studies.table1_pooled.pooled_stats import pooled_values, sign_flip_p, tost, trunk_t, verdict
 
 
 def test_the_pooled_value_of_a_trunk_is_its_four_cells_and_seeds_averaged():
@@ -50,3 +50,33 @@ def test_the_verdict_words_follow_the_tests_only():
     assert verdict(trunk_t(flat), tost(flat, .02)).startswith("equivalent within ±0.02")
     noisy = [.05, -.04, .03, -.02]
     assert verdict(trunk_t(noisy), tost(noisy, .02)).startswith("inconclusive: +0.005")
+
+
+def test_the_sign_flip_p_by_hand_against_scipy_and_its_floor():
+    """Issue #65: the exact sign-flip p beside the t-test's. By hand: values 1, 2, 3 (mean 2): of the 8 sign
+    patterns only +++ (6) and --- (-6) reach |sum| 6; -++ etc. give 4, 2, 0 -> p 2/8. Values 1, 2, -3: |sum| 0 is
+    reached by every pattern -> p 1."""
+    from scipy.stats import permutation_test
+
+    assert sign_flip_p([1.0, 2.0, 3.0]) == 2 / 8
+    assert sign_flip_p([1.0, 2.0, -3.0]) == 1.0
+    assert sign_flip_p([1.0, 1.0, 1.0, 5.0]) == pytest.approx(2 / 16)  # 8 and -8 only; 1+1+1-5 = -2, ...
+    assert sign_flip_p([2.0, 1.0, 1.0, 0.0]) == pytest.approx(4 / 16)  # the 0 doubles each: +++±, ---±
+    # .3 -.1 -.2 .7 (sum .7): flipping a set S gives .7 - 2 sum(S), as far as .7 where sum(S) <= 0 or >= .7: {},
+    # {-.1}, {-.2}, {.7}, {.3 .7}, {-.1 -.2}, {.3 -.1 -.2} (0 only up to float rounding), {.3 -.1 .7},
+    # {.3 -.2 .7}, all four -> 10 of 16
+    assert sign_flip_p([0.3, -0.1, -0.2, 0.7]) == pytest.approx(10 / 16)
+    # the study's five Cap − Img trunk values (docs/study_results/table1_pooled/table1_pooled.json, rounded): every
+    # value positive, so only the all-plus and all-minus patterns reach the observed mean: the floor, 2/32
+    study = [0.022, 0.039, 0.006, 0.048, 0.048]
+    assert sign_flip_p(study) == 2 / 2 ** 5 == 0.0625
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 5, 7, 9):
+        v = rng.normal(rng.uniform(-0.02, 0.03), 0.02, n)
+        want = permutation_test((v,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
+                                n_resamples=np.inf, alternative="two-sided").pvalue
+        assert sign_flip_p(v) == pytest.approx(want), (n, v)
+        assert sign_flip_p(v) >= 2 / 2 ** n  # never below its floor
+        assert sign_flip_p(np.abs(v) + 1e-3) == pytest.approx(2 / 2 ** n)  # all one sign: the floor itself
+    with pytest.raises(ValueError):
+        sign_flip_p([])

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from studies.table1_pooled.declaration import MODELS, TRAINING, declaration_stamp, load_declaration
+from studies.table1_pooled.pooled_stats import sign_flip_p
 from studies.table1_pooled.pooled_table import main
 from studies.table1_pooled.trunk_record import main as keep
 from studies.table1_pooled.trunk_record import read_record
@@ -81,6 +82,9 @@ def test_the_pooled_table_tests_the_declared_contrast_and_keeps_what_recomputes_
     cap, img = list(ARMS).index("Cap"), list(ARMS).index("Img")
     per_trunk = truth[:, :, cap].mean(axis=(1, 2, 3, 4)) - truth[:, :, img].mean(axis=(1, 2, 3, 4))
     assert result["primary"]["values"] == pytest.approx(per_trunk.tolist(), abs=1e-6)
+    # issue #65: beside every t-test's p, the exact sign-flip p of the same trunk values (floor 2 / 2^4 here)
+    assert result["primary"]["sign_flip_p"] == sign_flip_p(result["primary"]["values"]) >= 2 / 2 ** len(TRUNKS)
+    assert all(c["sign_flip_p"] == sign_flip_p(c["values"]) for c in [*result["cells"], *result["secondary"]])
     assert result["primary"]["contrast"] == "Cap − Img" and result["primary"]["df"] == 3
     assert result["known_effect"]["mean"] == pytest.approx(0.5, abs=0.05) and result["known_effect"]["p"] < 0.05
     assert [(c["model"], c["training"]) for c in result["cells"]] == [tuple(c) for c in decl.pooled_over]
@@ -134,3 +138,5 @@ def test_the_committed_pooled_table_recomputes_from_the_kept_records(tmp_path):
     main(["--records", str(records), "--out", str(tmp_path)])
     for name in ("table1_pooled.json", "table1_pooled.md"):
         assert (tmp_path / name).read_bytes() == (records / name).read_bytes(), name
+    primary = json.loads((records / "table1_pooled.json").read_text())["primary"]
+    assert primary["p"] < 0.05 and primary["sign_flip_p"] == 2 / 2 ** 5  # issue #65: five trunks, all positive
