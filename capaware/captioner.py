@@ -1,5 +1,9 @@
 """Caption anyone's images with a ``.capaware`` file: ``ImageCaptioner.load(path).caption(images)``.
 
+``caption`` takes one image (a path as str or Path, or a PIL image; its caption comes back as a str) or a list of
+them (a list of captions comes back), whatever the files are called. Its errors name its Python arguments
+(``skip_bad=True``, ``beam_size``, ``batch_size``); ``capaware caption`` (caption_cli.py) gives its own flags.
+
 An image takes the road its training images took, through the same functions: ``capdata.images``
 opens it upright as 8-bit RGB, ``feature_extract.sources.resize`` applies the input policy,
 ``feature_extract.dump.Extractor`` normalises, runs the trunk (``precision: auto``: bfloat16 only where
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, Union, overload
 
 import numpy as np
 import torch
@@ -32,6 +36,20 @@ from capaware.model_file import ModelFile, read_model_file
 
 ImageLike = Union[str, Path, Image.Image]
 DTYPES = {"float16": torch.float16, "float32": torch.float32}
+
+
+class BadImageError(CapawareError):
+    """An image that cannot be read, met without ``skip_bad``. Its fix names what the caller can pass: the Python
+    argument by default (``skip_bad=True``); ``capaware caption`` raises it again with its flag (``--skip-bad``)."""
+
+    def __init__(self, where: str | Path, problem: str, skip: str = "call ImageCaptioner.run(images, skip_bad=True)"):
+        super().__init__(where, problem, f"remove or fix it, or {skip} to caption the rest")
+
+
+def as_list(images: ImageLike | Iterable[ImageLike]) -> list[ImageLike]:
+    """One image (a path as str or Path, or a PIL image) as a list of one; any other iterable as its list.
+    (A str is one path, never its characters.)"""
+    return [images] if isinstance(images, (str, Path, Image.Image)) else list(images)
 
 
 @dataclass
@@ -74,17 +92,30 @@ class ImageCaptioner:
     def grid(self) -> tuple[int, int]:
         return tuple(self.file.card.att_grid) or (self.file.preprocessing.att_size,) * 2
 
-    def caption(self, images: Iterable[ImageLike], beam_size: int | None = None, batch_size: int = 16) -> list[str]:
-        """One caption per image (paths or PIL images), in order; a bad file raises CapawareError."""
-        return [c.caption for c in self.run(list(images), beam_size, batch_size)]
+    @overload
+    def caption(self, images: ImageLike, beam_size: int | None = None, batch_size: int = 16) -> str: ...
 
-    def run(self, images: list[ImageLike], beam_size: int | None = None, batch_size: int = 16,
+    @overload
+    def caption(self, images: Iterable[ImageLike], beam_size: int | None = None, batch_size: int = 16) -> list[str]: ...
+
+    def caption(self, images, beam_size=None, batch_size=16):
+        """Captions of any images, whatever their names: one image (a path as str or Path, or a PIL image) gives
+        its caption as a str (``caption("photos/beach.png")``); a list (or any iterable) of them gives the list of
+        their captions, in order. A bad file raises CapawareError (``run(..., skip_bad=True)`` goes on past it);
+        ``beam_size`` (default: the model's) and ``batch_size`` must be >= 1."""
+        captions = [c.caption for c in self.run(images, beam_size, batch_size)]
+        return captions[0] if isinstance(images, (str, Path, Image.Image)) else captions
+
+    def run(self, images: ImageLike | Iterable[ImageLike], beam_size: int | None = None, batch_size: int = 16,
             attention: bool = False, skip_bad: bool = False, progress: bool = False) -> Iterator[Captioned]:
-        """Caption in batches, yielding one ``Captioned`` per image in order. A bad file raises its
-        CapawareError, or with ``skip_bad`` comes back with ``error`` set and the rest go on."""
+        """Caption in batches, yielding one ``Captioned`` per image in order (one image: one ``Captioned``). A bad
+        file raises its CapawareError (``BadImageError``), or with ``skip_bad`` comes back with ``error`` set and
+        the rest go on."""
+        images = as_list(images)
         beam = self.file.decoding["beam_size"] if beam_size is None else beam_size
         if beam < 1 or batch_size < 1:
-            raise CapawareError("command line", "--beam and --batch-size must be >= 1", "e.g. --beam 2")
+            raise CapawareError("ImageCaptioner", f"beam_size ({beam}) and batch_size ({batch_size}) must be >= 1",
+                                "e.g. beam_size=2, batch_size=16 (beam_size=1: greedy)")
         bar = tqdm(total=len(images), desc="caption", unit="img", disable=not progress, leave=False)
         for start in range(0, len(images), batch_size):
             batch = [self._prepare(image, k, skip_bad, attention)
@@ -102,8 +133,7 @@ class ImageCaptioner:
             rgb = upright(image)
         except CapawareError as err:
             if not skip_bad:
-                raise CapawareError(err.where, err.problem, "remove or fix it, or pass --skip-bad to caption "
-                                    "the rest") from None
+                raise BadImageError(err.where, err.problem) from None
             return Captioned(source, error=f"{err.problem}"), None
         prep = self.file.preprocessing
         pixels = torch.from_numpy(np.asarray(resize(rgb, prep.input_policy, prep.input_size), dtype=np.uint8).copy())
@@ -118,11 +148,20 @@ class ImageCaptioner:
             if attention:
                 c.attention = dec.alpha[k, : len(c.caption.split())].float().cpu().numpy()
 
-    def features(self, images: list[ImageLike], batch_size: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
-        """(fc [N, C], att [N, H*W, C]) of the images, as the captioner sees them (rounded through the stored dtype)."""
+    def features(self, images: ImageLike | Iterable[ImageLike],
+                 batch_size: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+        """(fc [N, C], att [N, H*W, C]) of the images, as the captioner sees them (rounded through the stored dtype);
+        one image gives N = 1."""
+        images = as_list(images)
+        if batch_size < 1:
+            raise CapawareError("ImageCaptioner", f"batch_size ({batch_size}) must be >= 1", "e.g. batch_size=16")
         fcs, atts = [], []
         for start in range(0, len(images), batch_size):
-            good = [self._prepare(image, k, False, False) for k, image in enumerate(images[start:start + batch_size])]
+            try:
+                good = [self._prepare(image, k, False, False)
+                        for k, image in enumerate(images[start:start + batch_size], start)]
+            except BadImageError as err:  # no image can be skipped here: every row is asked for
+                raise CapawareError(err.where, err.problem, "remove or fix it") from None
             fc, att = self._features([x for _, x in good])
             fcs.append(fc.cpu())
             atts.append(att.cpu())

@@ -70,27 +70,43 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def folder_ids(paths: list[Path], other_fix: str = "caption them as two folders") -> np.ndarray:
+def name_number(path: Path) -> int | None:
+    """The trailing digits of a file name (COCO_val2014_000000391895.jpg -> 391895), or None."""
+    found = re.search(r"(\d+)$", Path(path).stem)
+    return int(found.group(1)) if found else None
+
+
+def same_number(paths: list[Path], numbers: list[int | None]) -> list[str]:
+    """The first two names ending in the same number (``[]`` when no two do)."""
+    seen: dict[int, str] = {}
+    for p, n in zip(paths, numbers):
+        if n is not None and n in seen:
+            return [seen[n], Path(p).name]
+        if n is not None:
+            seen[n] = Path(p).name
+    return []
+
+
+def folder_ids(paths: list[Path], other_fix: str = "put them in two folders") -> np.ndarray:
     """Trailing digits of the file names (COCO_val2014_000000391895.jpg -> 391895), so ids match the COCO
     annotations; when no name ends in digits, the position in sorted order. Names of both kinds, or two names
     ending in the same number, are refused in one line: ids half from names and half from positions (or
-    renumbered) would be scored against the wrong references without a word."""
-    found = [re.search(r"(\d+)$", p.stem) for p in paths]
-    if not any(found):
+    renumbered) would be scored against the wrong references without a word. (Features and ``capaware caption
+    --ids names`` use it; ``capaware caption``'s default falls back to positions with a note instead.)"""
+    found = [name_number(p) for p in paths]
+    if all(n is None for n in found):
         return np.arange(len(paths), dtype=np.int64)
-    plain = [p for p, m in zip(paths, found) if m is None]
+    plain = [p for p, n in zip(paths, found) if n is None]
     if plain:
-        numbered = next(p for p, m in zip(paths, found) if m is not None)
+        numbered = next(p for p, n in zip(paths, found) if n is not None)
         raise CapawareError(plain[0].parent, f"{len(paths) - len(plain)} image names end in digits (an image id, as "
                             f"{numbered.name}) and {len(plain)} do not (as {plain[0].name})",
                             f"name every image alike (all ending in its id, or none), or {other_fix}")
-    ids = np.array([int(m.group(1)) for m in found], dtype=np.int64)
-    values, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        twins = [p.name for p, i in zip(paths, ids) if i == values[counts > 1][0]][:2]
+    twins = same_number(paths, found)
+    if twins:
         raise CapawareError(paths[0].parent, f"{' and '.join(twins)} end in the same number, so they would share "
                             "an image id", "rename one of them")
-    return ids
+    return np.array(found, dtype=np.int64)
 
 
 def resize(image: Image.Image, policy: str, size: int) -> Image.Image:

@@ -119,6 +119,7 @@ def test_caption_gives_decodes_captions_from_the_same_features(trained, model_fi
     from capdata.synthetic.drawing import SHAPES_WORLD  # trained on the embedded default: the user is told so
     assert f"note: this model learned from {SHAPES_WORLD}" in printed.err.splitlines()
     assert read_model_file(model_file).provenance["synthetic_data"] == SHAPES_WORLD
+    assert not [ln for ln in printed.err.splitlines() if "image ids" in ln]  # every name has its own id: no note
     rows = json.loads(out.read_text())
     # ids from the file names' trailing digits (COCO_val2014_000000391895.jpg -> 391895)
     assert [(r["image_id"], r["caption"]) for r in rows] == [(int(tests[i].stem.split("_")[-1]), expected[i])
@@ -135,6 +136,11 @@ def test_pil_images_and_attention_overlays(trained, model_file, tmp_path, capsys
     paths = [tests[i] for i in sorted(tests)][:2]
     captioner = ImageCaptioner.load(model_file)
     assert captioner.caption([Image.open(p) for p in paths]) == captioner.caption(paths)
+    one = captioner.caption(str(paths[0]))  # one path (issue #65: a str had been captioned as its characters)
+    assert isinstance(one, str) and one == captioner.caption([str(paths[0])])[0]
+    assert captioner.caption(paths[0]) == one and captioner.caption(Image.open(paths[0])) == one
+    assert [c.source for c in captioner.run(str(paths[0]))] == [str(paths[0])]
+    assert captioner.features(paths[0])[0].shape[0] == 1
     rows = list(captioner.run(paths, attention=True))
     for c in rows:
         assert c.attention.shape == (len(c.caption.split()), 4)
@@ -172,12 +178,11 @@ def test_users_folder_with_odd_and_bad_files(trained, model_file, tmp_path, caps
     good = good_images(folder)
     bad = bad_images(folder / "bad")
     args = ["caption", "--model", str(model_file), str(folder), "--no-progress"]
-    with pytest.raises(CapawareError, match="--ids positions"):  # names with and without an id: asked, not guessed
-        cli_main(args)
-    args.append("--ids=positions")
+    with pytest.raises(CapawareError, match="--ids positions"):  # --ids names (scoring): names with and without
+        cli_main(args + ["--ids=names"])                          # an id are refused, not guessed
     with pytest.raises(CapawareError, match="--skip-bad") as err:  # stops at the first bad file, named
         cli_main(args)
-    assert err.value.where in {str(p) for p in bad.values()}
+    assert err.value.where in {str(p) for p in bad.values()} and "skip_bad=True" not in str(err.value)
     capsys.readouterr()
     assert cli_main(args + ["--skip-bad", "--out", str(tmp_path / "p.json")]) == 1
     captured = capsys.readouterr()
@@ -189,6 +194,89 @@ def test_users_folder_with_odd_and_bad_files(trained, model_file, tmp_path, caps
     empty.mkdir()
     with pytest.raises(CapawareError, match="no image files"):
         cli_main(["caption", "--model", str(model_file), str(empty)])
+
+
+def test_a_folder_of_any_names_is_captioned_with_positions_and_one_note(trained, model_file, tmp_path, capsys):
+    """Issue #65: a new user's folder mixes names with and without trailing digits (scan16.png, phone.jpg, and two
+    shapes images named by their ids): every image is captioned, --out numbers them 0..n-1 in the order captioned,
+    and one line says why. A folder of names that all end in distinct digits keeps them as ids, without a note."""
+    import shutil
+
+    from capaware import ImageCaptioner
+
+    _, _, tests, _ = trained
+    folder = tmp_path / "good"
+    good_images(folder)
+    coco = tmp_path / "coco"
+    coco.mkdir()
+    shapes = [tests[i] for i in sorted(tests)][:2]
+    for path in shapes:
+        shutil.copy(path, folder / path.name)
+        shutil.copy(path, coco / path.name)
+    everything = sorted(p for p in folder.iterdir())
+    capsys.readouterr()
+    out = tmp_path / "p.json"
+    assert cli_main(["caption", "--model", str(model_file), str(folder), "--no-progress", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    lines = [ln.split("\t") for ln in printed.out.strip().splitlines()]
+    assert [Path(p) for p, _ in lines] == everything and all(c for _, c in lines)
+    notes = [ln for ln in printed.err.splitlines() if "image ids" in ln]
+    n = len(everything)
+    assert notes == [f"note: 3 of {n} image names end in digits and {n - 3} do not: --out gives positions 0-{n - 1} as "
+                     "image ids (name every image by its id, as COCO_val2014_000000391895.jpg, to keep COCO's ids)"]
+    rows = json.loads(out.read_text())
+    assert [(r["image_id"], Path(r["file_name"])) for r in rows] == list(enumerate(everything))
+    captioner = ImageCaptioner.load(model_file)  # the copies are captioned as their originals
+    assert [r["caption"] for r in rows if Path(r["file_name"]).name in {p.name for p in shapes}] == \
+        captioner.caption(shapes)
+
+    assert cli_main(["caption", "--model", str(model_file), str(coco), "--no-progress", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert not [ln for ln in printed.err.splitlines() if "image ids" in ln]
+    assert [r["image_id"] for r in json.loads(out.read_text())] == [int(p.stem) for p in shapes]
+    with pytest.raises(CapawareError, match="3 image names end in digits .* and 5 do not"):  # --ids names: refused
+        cli_main(["caption", "--model", str(model_file), str(folder), "--ids", "names"])
+
+
+def test_image_ids_by_ids_choice():
+    """``--ids``' rule without a model: auto keeps distinct trailing digits, else positions, with a note only
+    where names carried ids that were given up."""
+    from capaware.caption_cli import image_ids
+
+    coco = [Path("v/COCO_val2014_000000391895.jpg"), Path("v/COCO_val2014_000000522418.jpg")]
+    assert image_ids(coco, "auto") == ([391895, 522418], "")
+    assert image_ids(coco, "names") == ([391895, 522418], "")
+    assert image_ids(coco, "positions") == ([0, 1], "")
+    assert image_ids([Path("a/cat.png"), Path("a/dog.jpg")], "auto") == ([0, 1], "")  # no id given up: no note
+    ids, note = image_ids([Path("x/img_7.jpg"), Path("x/photo_007.png"), Path("x/img_8.jpg")], "auto")
+    assert ids == [0, 1, 2] and note.startswith("note: img_7.jpg and photo_007.png end in the same number: --out "
+                                                "gives positions 0-2 as image ids")
+    with pytest.raises(CapawareError, match="end in the same number"):
+        image_ids([Path("x/img_7.jpg"), Path("x/photo_007.png")], "names")
+
+
+def test_python_errors_name_python_arguments_and_the_command_its_flags(trained, model_file, tmp_path, capsys):
+    """Issue #65: ImageCaptioner's errors name skip_bad, beam_size and batch_size, never a command-line flag;
+    ``capaware caption`` checks --beam and --batch-size itself and names --skip-bad."""
+    from capaware import ImageCaptioner
+
+    _, _, tests, _ = trained
+    bad = bad_images(tmp_path / "bad")["not_image"]
+    captioner = ImageCaptioner.load(model_file)
+    with pytest.raises(CapawareError) as err:
+        captioner.caption([tests[min(tests)], bad])
+    said = str(err.value)
+    assert err.value.where == str(bad) and "skip_bad=True" in said and "--" not in err.value.fix
+    rows = list(captioner.run([bad, tests[min(tests)]], skip_bad=True))
+    assert rows[0].error and rows[1].caption == captioner.caption(tests[min(tests)])
+    for kwargs in ({"beam_size": 0}, {"batch_size": 0}):
+        with pytest.raises(CapawareError, match="beam_size .* and batch_size .* must be >= 1") as err:
+            captioner.caption(tests[min(tests)], **kwargs)
+        assert "--" not in str(err.value)
+    for flag in ("--beam", "--batch-size"):
+        with pytest.raises(SystemExit) as stop:  # argparse's usage error, naming the flag
+            cli_main(["caption", "--model", str(model_file), str(tests[min(tests)]), flag, "0"])
+        assert stop.value.code == 2 and f"argument {flag}: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_truncated_foreign_and_other_version_model_files_are_refused(trained, model_file, tmp_path):
