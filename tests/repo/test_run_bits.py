@@ -7,7 +7,8 @@ from tests.pipeline_helpers import ROOT
 
 def tracked_modes(pattern: str) -> dict[str, str]:
     """{path: git mode} of the tracked files matching ``pattern``, as the index records them (what a clone gets)."""
-    out = subprocess.run(["git", "ls-files", "-s", pattern], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["git", "ls-files", "-s", pattern], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
     return {line.split("\t", 1)[1]: line.split()[0] for line in out.splitlines()}
 
 
