@@ -2,7 +2,8 @@
 
 Three kinds of name, one door (``backbone(name)``):
 
-- the ResNets stage one trains (``resnet10`` ... ``resnet152``), built by ``embedder.model``;
+- the ResNets stage one trains (``resnet10`` ... ``resnet152``): ``embedder.resnet.ResNetTrunk``, torchvision's
+  ResNet class;
 - ``timm:NAME``: any model of timm, the field's library of backbones (ViT, DeiT, ConvNeXt, EfficientNet, CLIP-style
   image towers, ...), built with ``timm.create_model(NAME, pretrained=False)``, so nothing is downloaded;
 - ``torchvision:NAME``: a torchvision classification model (``torchvision.models.get_model``) whose last map is a
@@ -25,8 +26,8 @@ from typing import Callable
 
 from capcore import plugins, registry
 from capcore.errors import CapawareError
+from embedder.backbone_constants import IMAGENET_NORM, RESNET_STAGES
 
-IMAGENET_NORM = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 PREFIXES = ("timm:", "torchvision:")
 
 
@@ -34,7 +35,7 @@ PREFIXES = ("timm:", "torchvision:")
 class Backbone:
     name: str
     family: str  # resnet | timm | torchvision | a plugin's
-    build: Callable[[], "object"]  # -> a GridTrunk (or, for the ResNets, embedder.model.Embedder)
+    build: Callable[[], "object"]  # -> a GridTrunk (embedder.resnet.ResNetTrunk for the ResNets)
     known_width: int | None = None  # the last map's channels when known without building the network
 
 
@@ -47,15 +48,18 @@ def register_backbone(name: str, build: Callable[[], object], family: str = "plu
     return registry.add(BACKBONES, name, Backbone(name, family, build, known_width), "backbone")
 
 
-RESNET_STAGES = ("stem", "layer1", "layer2", "layer3", "layer4")
-"""A ResNet's stages, input to output: what ``train.freeze`` and ``train.layer_lr`` name for it."""
 RESNETS = {"resnet10": 512, "resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
 """The ResNets stage one trains and splits by stage (embedder.model), with their layer4 widths. resnet10 is ResNet-18
 with one block per stage (the CPU demo's trunk; no ImageNet weights exist for it)."""
 
 
 def _resnet(name: str) -> Callable[[], object]:
-    return lambda: registry.imported("embedder.model:Embedder")(name, 1)  # by name: the table stays torch-free
+    def build():
+        from embedder.resnet import ResNetTrunk  # when built: the table stays torch-free
+
+        return ResNetTrunk(name)
+
+    return build
 
 
 for _name, _width in RESNETS.items():

@@ -1,4 +1,5 @@
-"""The embedding network: a torchvision ResNet trunk + a linear embedding head.
+"""The embedding network: a trunk of the backbone table (``embedder.backbones``: a ResNet, timm, torchvision or a
+plugin's) + a linear embedding head.
 
 Initialisation never downloads: ``imagenet`` looks for torchvision's weight file on disk (the
 ``weights`` path, or ``$TORCH_HOME/hub/checkpoints``) and fails with one line saying where to put it;
@@ -12,54 +13,34 @@ from pathlib import Path
 import torch
 import torchvision
 from torch import nn
-from torchvision.models.resnet import BasicBlock, ResNet
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
-from embedder.backbones import IMAGENET_NORM, RESNET_STAGES
+from embedder.backbones import IMAGENET_NORM, backbone
 from embedder.config import ARCHS, FREEZABLE
-
-
-def resnet10() -> ResNet:
-    """ResNet-18 with one basic block per stage instead of two: the same stem, widths (C = 512), strides and
-    layer4 map, at half the compute (a float32 training step, 96 images at 64 px, one core of the 2-core AMD
-    EPYC Zen 5 held to AVX2 (CPU features avx2, avx512f, avx512_bf16): 0.43 s against 0.83 s;
-    ``benchmarks/bench_stage1_arch.py``). torchvision builds it but names none; the CPU demo trains it from
-    scratch or from the class-pretrained stand-in, so no ImageNet weights exist (``imagenet_weight_file``)."""
-    return ResNet(BasicBlock, [1, 1, 1, 1])
-
-
-def torchvision_trunk(arch: str) -> ResNet:
-    return resnet10() if arch == "resnet10" else getattr(torchvision.models, arch)(weights=None)
+from embedder.resnet import ResNetTrunk, resnet10  # noqa: F401 (embedder.model.resnet10, as the docs name it)
 
 
 class Embedder(nn.Module):
-    """Trunk (up to its pooled vector) + linear head; ``features`` exposes the trunk's last map. The trunk is a
-    torchvision ResNet (``trunk.conv1`` ... ``trunk.layer4``, as every checkpoint so far holds it) or any other
-    backbone of ``embedder.backbones`` (timm, torchvision, a plugin's), whose stages its entry names
-    (``stage_parameters``): ``train.freeze`` and ``train.layer_lr`` read them. Stage one normalises every trunk's
-    input with ImageNet's mean and std (``embedder.data``), so ``norm`` says so for stage two."""
+    """Trunk (up to its pooled vector) + linear head; ``features`` exposes the trunk's last map. The trunk is any
+    backbone of ``embedder.backbones``: a ResNet (``embedder.resnet.ResNetTrunk``, torchvision's class:
+    ``trunk.conv1`` ... ``trunk.layer4``, as every checkpoint so far holds it), or a timm, torchvision or plugin
+    network, whose stages its entry names (``stage_parameters``): ``train.freeze`` and ``train.layer_lr`` read them.
+    Stage one normalises every trunk's input with ImageNet's mean and std (``embedder.data``), so ``norm`` says so
+    for stage two."""
 
     def __init__(self, arch: str = "resnet18", embed_dim: int = 128):
         super().__init__()
-        if arch in ARCHS:
-            trunk = torchvision_trunk(arch)
-            self.arch, self.feat_dim = arch, trunk.fc.in_features
-            trunk.fc = nn.Identity()
-        else:
-            from embedder.backbones import backbone
-
-            trunk = backbone(arch, "model.arch").build()
-            self.arch, self.feat_dim = arch, trunk.width
-        self.resnet = arch in ARCHS
-        self.trunk = trunk
+        self.trunk = backbone(arch, "model.arch").build()
+        self.arch, self.feat_dim = arch, int(self.trunk.width)
+        self.resnet = isinstance(self.trunk, ResNetTrunk)
         self.head = nn.Linear(self.feat_dim, embed_dim)
 
     norm = IMAGENET_NORM  # what stage one normalises every trunk's input with (embedder.data)
 
     @property
     def width(self) -> int:
-        """Channels of the layer4 map (512 or 2048): the backbone table's ``width``."""
+        """Channels of the last map (a ResNet's layer4: 512 or 2048): the backbone table's ``width``."""
         return self.feat_dim
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
@@ -68,11 +49,7 @@ class Embedder(nn.Module):
 
     def features_and_vector(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """As every backbone of ``embedder.backbones``: the map, and the pooled vector (None: the map's mean)."""
-        if not self.resnet:
-            return self.trunk.features_and_vector(x)
-        t = self.trunk
-        x = t.maxpool(t.relu(t.bn1(t.conv1(x))))
-        return t.layer4(t.layer3(t.layer2(t.layer1(x)))), None
+        return self.trunk.features_and_vector(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.trunk(x))
@@ -80,13 +57,8 @@ class Embedder(nn.Module):
     def stage_parameters(self) -> dict[str, list[nn.Parameter]]:
         """The trunk's stages, input to output, then ``head``: every parameter in exactly one (``train.layer_lr``'s
         keys; ``train.freeze`` names one of the trunk's). A ResNet's are its stem and layers."""
-        if self.resnet:
-            t = self.trunk
-            modules = [[t.conv1, t.bn1], [t.layer1], [t.layer2], [t.layer3], [t.layer4]]
-            stages = {name: [p for m in ms for p in m.parameters()] for name, ms in zip(RESNET_STAGES, modules)}
-        else:
-            own = getattr(self.trunk, "stage_parameters", None)  # a plugin's plain module names none: one stage
-            stages = own() if own else {"trunk": list(self.trunk.parameters())}
+        own = getattr(self.trunk, "stage_parameters", None)  # a plugin's plain module names none: one stage
+        stages = own() if own else {"trunk": list(self.trunk.parameters())}
         return {**stages, "head": list(self.head.parameters())}
 
     def split_trunk(self, frozen: str) -> tuple[nn.Sequential, nn.Sequential]:

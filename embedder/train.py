@@ -39,7 +39,7 @@ from embedder.config import RowSettings, load_config, row_settings, slug
 from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
-from embedder.losses.base import MethodLoss
+from embedder.losses.method_loss import MethodLoss
 from embedder.model import build_model, hold_frozen_norms
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler

@@ -3,8 +3,9 @@
 A loss is registered in ``embedder.losses.registry`` and subclasses ``RowLoss``: its constructor reads
 the row (``method``: the ``MethodConfig`` fields its entry lists), the row's own ``args``
 (``registry.loss_args``) and the training settings it needs (``train``); ``forward`` takes a ``LossBatch``
-and returns a scalar that is differentiable in ``batch.emb``. ``MethodLoss`` builds the registered
-loss of a row and hands it each batch.
+and returns a scalar that is differentiable in ``batch.emb``. ``embedder.losses.method_loss.MethodLoss`` builds
+the registered loss of a row and hands it each batch: it lives there, not here, because it reads the registry, whose
+entries name the loss modules that import this one (issue #65: no import by string closes a cycle).
 """
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from typing import Mapping
 
 import torch
 
-from embedder.losses.registry import loss_args, loss_entry
-from embedder.mining import binary_triplet_mask, dense_triplet_mask
 
 
 @dataclass
@@ -36,25 +35,3 @@ class RowLoss(torch.nn.Module):
 
     def forward(self, batch: LossBatch) -> torch.Tensor:
         raise NotImplementedError
-
-
-class MethodLoss(torch.nn.Module):
-    """A row's loss: its registered ``RowLoss``, fed each batch with the triplets its mining picks."""
-
-    def __init__(self, method, train, seed: int):
-        super().__init__()
-        self.method, self.entry = method, loss_entry(method.loss)
-        self.loss = self.entry.loss_class()(method, loss_args(method), train)
-        self.generator = torch.Generator().manual_seed(seed)
-
-    @property
-    def normalised(self) -> bool:
-        """Whether retrieval should rank by L2-normalised embeddings, as this loss trained them."""
-        return self.entry.normalised
-
-    def forward(self, emb, anchors, label_dist, positive):
-        triplets = None
-        if self.entry.mined:
-            triplets = (dense_triplet_mask(anchors, label_dist) if self.method.mining == "dense"
-                        else binary_triplet_mask(anchors, positive))
-        return self.loss(LossBatch(emb, anchors, label_dist, positive, triplets, self.generator))

@@ -7,7 +7,7 @@ from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.model import build_model
 from embedder.sampler import AnchorBatchSampler
-from embedder.losses.base import MethodLoss
+from embedder.losses.method_loss import MethodLoss
 from embedder.train import StepBatches
 
 

@@ -133,7 +133,7 @@ def test_no_pairs_gives_attached_zero_and_bad_input_is_rejected():
 def test_the_row_expands_trains_raw_embeddings_and_validates_its_temperature(tmp_path):
     from embedder.config import LATER_ROWS, PAPER_ROWS
     from embedder.config import TrainConfig
-    from embedder.losses.base import MethodLoss
+    from embedder.losses.method_loss import MethodLoss
 
     assert RNC in LATER_ROWS and RNC not in PAPER_ROWS  # beside the paper's rows, not one of them
     path = tmp_path / "rnc.yaml"
