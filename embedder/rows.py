@@ -183,21 +183,20 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
         with watch.phase("evaluation"):
             ideal, eval_bank = oracle_row(cfg, where, track, k, exclude)
 
+    rows = 1 + len(cfg.methods) * max(1, len(cfg.dims))
+
     def evaluate(name: str, order: int, model, normalise: bool, dest: Path, source: str,
-                 trunk_only: bool = False) -> None:
-        """Write one row, unless ``dest`` already holds this row, with its embeddings, from the same ``source``."""
+                 trunk_only: bool = False, started: float | None = None) -> None:
+        """Write one row, unless ``dest`` already holds it (``holds_row``), and say it on a progress line."""
         if not rank0:
             return
-        if dest.is_file():
-            with np.load(dest) as f:
-                if all(key in f for key in ("source", "query_emb", "db_emb")) \
-                        and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source):
-                    return
-        with watch.phase("evaluation"):
-            qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
-            de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
-            self_cols = self_columns(track, track.query_idx) if exclude else None
-            write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
+        if not holds_row(dest, name, order, source):
+            with watch.phase("evaluation"):
+                qe = embed(model, eval_bank, track.query_idx, device, normalise=normalise, trunk_only=trunk_only)
+                de = embed(model, eval_bank, track.db_idx, device, normalise=normalise, trunk_only=trunk_only)
+                self_cols = self_columns(track, track.query_idx) if exclude else None
+                write_retrieval(dest, name, order, retrieve(qe, de, k, self_cols), track, ideal, source, qe, de)
+        progress_line(row_line(cfg.name, order, rows, dest, k, started))
 
     with distributed.rank_zero_first(), watch.phase("class pretraining"):  # rank 0 alone (model.init)
         cfg = resolve_init(cfg, track, progress)
@@ -205,9 +204,6 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
     baseline = build_model(cfg.model.arch, cfg.model.embed_dim, cfg.model.init, cfg.model.weights).to(device)
     baseline_source = f"{cfg.model.arch}:{cfg.model.init}:seed{cfg.seed}"
     evaluate(baseline_name(cfg), 1, baseline, False, ret_dir / "untrained.npz", baseline_source, trunk_only=True)
-    rows = 1 + len(cfg.methods) * max(1, len(cfg.dims))
-    if rank0:
-        progress_line(row_line(cfg.name, 1, rows, ret_dir / "untrained.npz", k))
     init_features = frozen_features(baseline, track.train_bank, device, baseline_source)
     for d, dim in enumerate(list(cfg.dims) or [None]):
         for i, method in enumerate(cfg.methods):
@@ -223,22 +219,28 @@ def run_study(cfg, progress: bool = True, watch: Stopwatch | None = None) -> Pat
             model = build_model(cfg.model.arch, state["embed_dim"]).to(device)
             model.load_state_dict(state["model"])
             name = m.name + (f" {dim}-D" if dim is not None else "")
-            order = 2 + d * len(cfg.methods) + i
-            evaluate(name, order, model, bool(state["normalised"]), ret_dir / f"{tag}.npz", file_sha256(ckpt))
-            if rank0:
-                took = time.perf_counter() - started
-                progress_line(row_line(cfg.name, order, rows, ret_dir / f"{tag}.npz", k, took))
+            evaluate(name, 2 + d * len(cfg.methods) + i, model, bool(state["normalised"]), ret_dir / f"{tag}.npz",
+                     file_sha256(ckpt), started=started)
     return ret_dir
 
 
-def row_line(study: str, order: int, rows: int, path: Path, k: int, seconds: float | None = None) -> str:
+def holds_row(dest: Path, name: str, order: int, source: str) -> bool:
+    """Whether ``dest`` already holds this row, with its embeddings, from the same ``source`` (a resumed study)."""
+    if not dest.is_file():
+        return False
+    with np.load(dest) as f:
+        return all(key in f for key in ("source", "query_emb", "db_emb")) \
+            and (str(f["name"]), int(f["order"]), str(f["source"])) == (name, order, source)
+
+
+def row_line(study: str, order: int, rows: int, path: Path, k: int, started: float | None = None) -> str:
     """``pose: row 2/5 L(Log-ratio)+M(Dense): nDCG@10 .812 (61 s)``, read back from the row's file (what the
-    table will say)."""
+    table will say); the time since ``started`` (a trained row's), when given."""
     with np.load(path) as f:
         at = min(10, k)  # the tables' first column
         ndcg = ndcg_at_k(f["retrieved_dist"], f["ideal_dist"])[at - 1]
         name = str(f["name"])
-    took = "" if seconds is None else f" ({seconds:.0f} s)"
+    took = "" if started is None else f" ({time.perf_counter() - started:.0f} s)"
     return f"{study}: row {order}/{rows} {name}: nDCG@{at} {ndcg:.3f}{took}"
 
 
