@@ -15,13 +15,12 @@ as it is; a ViT's patch tokens put back on their grid, its class token as the po
 and its stages, input to output (``stage_parameters``: what ``train.freeze`` and ``train.layer_lr`` name). A timm
 model's stages are timm's own coarse groups (``group_matcher``, what timm's layer-wise decay reads). A plugin
 registers more names with ``register_backbone`` (a ``plugins:`` entry, as for losses, formats and cores). The table is
-torch-free until a network is built.
+torch-free until a network is built. Pretrained weight files, for every backbone and both stages: ``embedder.weights``.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 from capcore import plugins, registry
@@ -261,87 +260,3 @@ def torchvision_stages(net, kind: str) -> dict[str, list]:
         stages = named_stages([ps(net.conv_proj) + [net.class_token, net.encoder.pos_embedding]]
                               + [ps(m) for m in layers[:-1]] + [ps(layers[-1], net.encoder.ln)])
     return with_leftovers(net, stages)
-
-
-CLASSIFIERS = ("fc.", "head.", "heads.", "classifier.", "head_dist.")
-"""Parameter prefixes of the classifier a weight file may carry and a trunk without it does not have."""
-
-
-def weight_source(name: str) -> str:
-    """Where a backbone's pretrained file comes from, for the line that asks for it: timm's Hugging Face file
-    (its default tag) or torchvision's URL, when the library knows one."""
-    try:
-        if name.startswith("timm:"):
-            from timm.models import get_pretrained_cfg
-
-            cfg = get_pretrained_cfg(name[len("timm:"):])
-            if cfg is not None and cfg.hf_hub_id:
-                return f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
-        if name.startswith("torchvision:"):
-            import torchvision
-
-            return torchvision.models.get_model_weights(name[len("torchvision:"):]).DEFAULT.url
-    except Exception:  # an unknown name, a library without the entry: no source to name
-        pass
-    return "the model's .safetensors, .pth or .bin state dict"
-
-
-def own_weight_file(name: str, weights: str, key: str = "backbone.weights") -> Path:
-    """The weight file a backbone other than a ResNet loads: the path ``key`` gives, which must exist (capaware
-    never downloads); otherwise one line saying what to fetch and where the path goes."""
-    if weights and Path(weights).is_file():
-        return Path(weights)
-    source = weight_source(name)
-    if weights:
-        raise CapawareError(weights, f"weight file of {name} not found and capaware never downloads",
-                            f"download {source} on a machine with internet and put it there (or fix {key})")
-    raise CapawareError(key, f"{name} needs its weight file and capaware never downloads",
-                        f"download {source} on a machine with internet and set {key} to its path")
-
-
-def read_weight_file(path) -> dict:
-    """A state dict from a ``.safetensors``, ``.pth``/``.pt`` or ``.bin`` file (timm's, Hugging Face's, torch's),
-    unwrapped from a ``state_dict`` / ``model`` entry and a ``module.`` prefix (DataParallel)."""
-    import torch
-
-    path = Path(path)
-    if not path.is_file():
-        raise CapawareError(path, "weight file not found", "fix the path (capaware never downloads weights)")
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            state = load_file(str(path))
-        else:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # several types for a damaged or foreign file
-        raise CapawareError(path, f"not a readable weight file ({type(err).__name__}: {str(err)[:80]})",
-                            "give a .safetensors, .pth or .bin state dict of the model") from None
-    for key in ("state_dict", "model"):
-        if isinstance(state, dict) and isinstance(state.get(key), dict):
-            state = state[key]
-    if not isinstance(state, dict) or not state:
-        raise CapawareError(path, "holds no state dict", "give a .safetensors, .pth or .bin state dict of the model")
-    return {k[len("module."):] if k.startswith("module.") else k: v for k, v in state.items()}
-
-
-def load_fitting(module, state: dict, where, what: str, fix: str, ignored: tuple[str, ...] = CLASSIFIERS) -> None:
-    """Load ``state`` into ``module`` (tensors under the ``ignored`` prefixes may be missing or extra: a classifier);
-    a state that does not fit is one line naming ``where``, the first mismatch and ``fix``."""
-    try:
-        missing, unexpected = module.load_state_dict(state, strict=False)
-    except RuntimeError as err:  # same names, other shapes
-        first = next((ln.strip() for ln in str(err).splitlines() if "size mismatch" in ln), "size mismatch")
-        raise CapawareError(where, f"tensors do not fit {what} ({first})", fix) from None
-    missing = [k for k in missing if not k.startswith(ignored)]
-    unexpected = [k for k in unexpected if not k.startswith(ignored)]
-    if missing or unexpected:
-        raise CapawareError(where, f"tensors do not fit {what} ({len(missing)} missing, {len(unexpected)} unexpected, "
-                            f"e.g. {(missing + unexpected)[0]})", fix)
-
-
-def load_weights(trunk, path, name: str) -> None:
-    """Load a weight file into a GridTrunk's network (its classifier's tensors ignored): ``trunk.net`` where the
-    trunk wraps a library's model (timm, torchvision), else the trunk itself (a plugin's own module)."""
-    load_fitting(getattr(trunk, "net", trunk), read_weight_file(path), path, name,
-                 f"set backbone.arch to the model {path} holds (not {name}), or give {name}'s own weight file")

@@ -1,24 +1,23 @@
 """The embedding network: a trunk of the backbone table (``embedder.backbones``: a ResNet, timm, torchvision or a
 plugin's) + a linear embedding head.
 
-Initialisation never downloads: ``imagenet`` looks for torchvision's weight file on disk (the
-``weights`` path, or ``$TORCH_HOME/hub/checkpoints``) and fails with one line saying where to put it;
+Initialisation never downloads: ``imagenet`` loads the backbone's weight file from disk (a ResNet's: torchvision's,
+the ``weights`` path or under ``$TORCH_HOME/hub/checkpoints``; any other's: the ``weights`` path) through
+``embedder.weights.load_pretrained``, the loader stage two uses too, and fails with one line saying where to put it;
 a path initialises from a capaware checkpoint (a stage-one run, or the class-pretrained backbone).
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import torch
-import torchvision
 from torch import nn
 
 from capcore.checkpoint import load_checkpoint
 from capcore.errors import CapawareError
 from embedder.backbones import IMAGENET_NORM, backbone
-from embedder.config import ARCHS, FREEZABLE
+from embedder.config import FREEZABLE
 from embedder.resnet import ResNetTrunk, resnet10  # noqa: F401 (embedder.model.resnet10, as the docs name it)
+from embedder.weights import imagenet_releases, imagenet_weight_file  # noqa: F401 (capaware.preflight's)
+from embedder.weights import load_fitting, load_pretrained
 
 
 class Embedder(nn.Module):
@@ -98,60 +97,17 @@ def hold_frozen_norms(model: nn.Module) -> None:
             m.eval()
 
 
-def imagenet_releases(arch: str) -> list[str]:
-    """The URLs of every ImageNet-1k weight file torchvision publishes for ``arch`` (V1, then V2 where
-    there is one); a file is found under any of their names."""
-    return [w.url for w in torchvision.models.get_model_weights(arch) if w.name.startswith("IMAGENET1K")]
-
-
-def imagenet_weight_file(arch: str, weights: str = "") -> Path:
-    """Where torchvision's ImageNet weights lie: ``weights`` when given (it must exist), else the first of
-    torchvision's file names for ``arch`` (IMAGENET1K_V1, IMAGENET1K_V2) found under
-    $TORCH_HOME/hub/checkpoints. Another backbone's file is ``weights`` alone (``own_weight_file``). CapawareError
-    (no download) when absent."""
-    if arch not in ARCHS:  # a timm, torchvision or plugin backbone: its own file, by path
-        from embedder.backbones import own_weight_file
-
-        return own_weight_file(arch, weights, "the config's weights key")
-    if arch == "resnet10":
-        raise CapawareError("model.arch", "resnet10 has no ImageNet weights (torchvision publishes none)",
-                            "set model.arch=resnet18 (or larger) with model.init=imagenet")
-    if weights:
-        if not Path(weights).is_file():
-            raise CapawareError(weights, f"ImageNet weight file for {arch} not found",
-                                "fix the path, or leave it empty to use $TORCH_HOME/hub/checkpoints")
-        return Path(weights)
-    urls = imagenet_releases(arch)
-    hub = Path(os.environ.get("TORCH_HOME", Path.home() / ".cache" / "torch")) / "hub" / "checkpoints"
-    for url in urls:
-        if (hub / Path(url).name).is_file():
-            return hub / Path(url).name
-    names = " or ".join(Path(u).name for u in urls)
-    raise CapawareError(hub / Path(urls[0]).name, f"ImageNet weights for {arch} not found and capaware never downloads",
-                        f"download {urls[0]} on a machine with internet and put it in {hub} (named {names}; "
-                        "or set the config's weights key to the file)")
-
-
 def build_model(arch: str, embed_dim: int, init: str = "none", weights: str = "") -> Embedder:
+    """The network of ``model.arch``: random (``init: none``), the backbone's pretrained weight file (``imagenet``:
+    ``embedder.weights.load_pretrained``, as stage two loads it), or a capaware checkpoint's trunk (a path)."""
     model = Embedder(arch, embed_dim)
     if init == "none":
         return model
-    if init == "imagenet" and not model.resnet:  # a timm or torchvision model's own file (model.weights)
-        from embedder.backbones import load_weights, own_weight_file
-
-        load_weights(model.trunk, own_weight_file(arch, weights, "model.weights"), arch)
-        return model
     if init == "imagenet":
-        path = imagenet_weight_file(arch, weights)
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        state = {k: v for k, v in state.items() if not k.startswith("fc.")}
-        model.trunk.load_state_dict(state, strict=False)
+        load_pretrained(model.trunk, arch, weights, "model.weights")
         return model
     state = load_checkpoint(init)
     trunk_state = {k[len("trunk."):]: v for k, v in state["model"].items() if k.startswith("trunk.")}
-    missing, unexpected = model.trunk.load_state_dict(trunk_state, strict=False)
-    if unexpected or [k for k in missing if not k.startswith("fc.")]:
-        raise CapawareError(init, f"checkpoint does not fit a {arch} trunk "
-                            f"({len(missing)} missing, {len(unexpected)} unexpected tensors)",
-                            f"set model.arch to the checkpoint's architecture ({state.get('arch', '?')})")
+    load_fitting(model.trunk, trunk_state, init, f"a {arch} trunk",
+                 f"set model.arch to the checkpoint's architecture ({state.get('arch', '?')})", ("fc.",))
     return model

@@ -1,5 +1,6 @@
-"""Load the network whose last map becomes the features: a ResNet with ImageNet weights or from a capaware
-checkpoint, or any other backbone of ``embedder.backbones`` (timm, torchvision) with a weight file from disk.
+"""Load the network whose last map becomes the features: any backbone of ``embedder.backbones`` (a ResNet, timm,
+torchvision, a plugin's) with its pretrained weight file from disk (``embedder.weights.load_pretrained``, stage
+one's loader too), or a capaware checkpoint's trunk.
 
 Only the trunk is loaded (the embedding head plays no part in stage two). What is loaded is described
 by a ``BackboneInfo`` whose fields become attributes of the features file: they are how a resumed
@@ -14,8 +15,9 @@ import torch
 
 from capcore.checkpoint import file_sha256, load_checkpoint
 from capcore.errors import CapawareError
-from embedder.backbones import backbone, load_fitting, load_weights, own_weight_file
-from embedder.model import ARCHS, Embedder, imagenet_weight_file
+from embedder.backbones import RESNETS, backbone
+from embedder.model import Embedder
+from embedder.weights import load_fitting, load_pretrained
 
 
 @dataclass(frozen=True)
@@ -32,36 +34,25 @@ class BackboneInfo:
 
 
 def _load_trunk(model: Embedder, state: dict, where: str | Path, arch: str) -> None:
-    """Load trunk tensors strictly (bar the classifier ``fc``); a misfit is one CapawareError line."""
+    """Load a checkpoint's trunk tensors strictly (bar the classifier ``fc``); a misfit is one CapawareError line."""
     load_fitting(model.trunk, state, where, f"a {arch} trunk",
                  f"set backbone.arch to the architecture that produced {Path(where).name} (not {arch})", ("fc.",))
 
 
-def load_other(cfg):
-    """A backbone of the table that is not a ResNet: built by its entry, its weights from ``backbone.weights``
-    (a timm, Hugging Face or torch file; never downloaded)."""
-    path = own_weight_file(cfg.arch, cfg.weights, "backbone.weights")
-    trunk = backbone(cfg.arch).build()
-    load_weights(trunk, path, cfg.arch)
-    return trunk.eval(), BackboneInfo("pretrained", "", cfg.arch, str(cfg.weights), file_sha256(Path(cfg.weights)))
-
-
 def load_backbone(cfg) -> tuple[torch.nn.Module, BackboneInfo]:
-    """The trunk in eval mode on CPU, and what it is. ``cfg`` is the ``backbone`` config section."""
-    if cfg.checkpoint == "imagenet" and cfg.arch is not None and backbone(cfg.arch).family != "resnet":
-        return load_other(cfg)  # a capaware checkpoint of any backbone goes the way of the ResNets' below
+    """The trunk in eval mode on CPU, and what it is. ``cfg`` is the ``backbone`` config section. A pretrained file
+    (``checkpoint: imagenet``) loads through ``embedder.weights.load_pretrained``, as stage one's ``model.init:
+    imagenet`` does: a ResNet comes back in its Embedder (head dropped), any other backbone as its own network, with
+    its own normalisation."""
     if cfg.checkpoint == "imagenet":
         if cfg.arch is None:
             raise CapawareError("backbone.arch", "imagenet weights need an architecture",
-                                f"set backbone.arch to one of {', '.join(ARCHS)}")
-        path = imagenet_weight_file(cfg.arch, cfg.weights)
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # torch raises several types for a damaged file
-            raise CapawareError(path, f"not a readable weight file ({type(err).__name__})",
-                                "download it again") from None
+                                f"set backbone.arch to one of {', '.join(RESNETS)}, or timm:NAME / torchvision:NAME")
+        backbone(cfg.arch)  # an unknown name: one line naming backbone.arch
         model = Embedder(cfg.arch, 1)
-        _load_trunk(model, state, path, cfg.arch)
+        path = load_pretrained(model.trunk, cfg.arch, cfg.weights, "backbone.weights")
+        if not model.resnet:  # a timm, torchvision or plugin network, read alone (its own norm)
+            return model.trunk.eval(), BackboneInfo("pretrained", "", cfg.arch, str(cfg.weights), file_sha256(path))
         info = BackboneInfo("imagenet", "", cfg.arch, str(path), f"imagenet:{path.name}")
     else:
         path = Path(cfg.checkpoint)
