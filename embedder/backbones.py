@@ -10,16 +10,16 @@ Three kinds of name, one door (``backbone(name)``):
   ``features`` block (ConvNeXt, EfficientNet, MobileNet, VGG, DenseNet), a ResNet-style ``layer4``, or a
   VisionTransformer's tokens.
 
-An entry says how to build the network, its output width, how its last map becomes the captioners' inputs (a CNN map
-as it is; a ViT's patch tokens put back on their grid, its class token as the pooled vector), its input normalisation
-and its stages, input to output (``stage_parameters``: what ``train.freeze`` and ``train.layer_lr`` name). A timm
-model's stages are timm's own coarse groups (``group_matcher``, what timm's layer-wise decay reads). A plugin
-registers more names with ``register_backbone`` (a ``plugins:`` entry, as for losses, formats and cores). The table is
-torch-free until a network is built. Pretrained weight files, for every backbone and both stages: ``embedder.weights``.
+An entry says how to build the network (an ``embedder.grid_trunk.GridTrunk``, whose docstring states the interface),
+its output width, how its last map becomes the captioners' inputs (a CNN map as it is; a ViT's patch tokens put back
+on their grid, its class token as the pooled vector), its input normalisation and its stages, input to output
+(``stage_parameters``: what ``train.freeze`` and ``train.layer_lr`` name). A timm model's stages are timm's own coarse
+groups (``group_matcher``, what timm's layer-wise decay reads). A plugin registers more names with
+``register_backbone`` (a ``plugins:`` entry, as for losses, formats and cores). The table is torch-free until a
+network is built. Pretrained weight files, for every backbone and both stages: ``embedder.weights``.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -43,7 +43,9 @@ BACKBONES: dict[str, Backbone] = {}
 
 def register_backbone(name: str, build: Callable[[], object], family: str = "plugin",
                       known_width: int | None = None) -> Backbone:
-    """Add a backbone: ``build()`` returns a module with ``features_and_vector(x)``, ``width`` and ``norm``."""
+    """Add a backbone: ``build()`` returns a module with the interface of ``embedder.grid_trunk.GridTrunk`` (best
+    a subclass of it): ``width``, ``features_and_vector(x)``, and optionally ``norm`` and ``stage_parameters()``;
+    ``known_width``: its ``width``, when known without building it (so that the preflight needs no torch)."""
     return registry.add(BACKBONES, name, Backbone(name, family, build, known_width), "backbone")
 
 
@@ -104,30 +106,6 @@ def width(name: str) -> int:
     return int(trunk.width)
 
 
-@functools.cache
-def _grid_trunk_base():
-    """The base class of the non-ResNet trunks, made once, on first use (so that importing the table needs no torch)."""
-    from torch import nn
-
-    class GridTrunk(nn.Module):
-        """A network as stage two reads it: ``features_and_vector(x)`` -> (last map [B, C, h, w], pooled vector
-        [B, C] or None for the map's mean), ``width`` C and ``norm`` (mean, std) of its input; called, the pooled
-        vector (what stage one's head embeds)."""
-        width: int
-        norm = IMAGENET_NORM
-
-        def forward(self, x):
-            grid, vector = self.features_and_vector(x)
-            return grid.mean((2, 3)) if vector is None else vector
-
-        def stage_parameters(self) -> dict[str, list]:
-            """Stage name -> its parameters, input to output, every parameter in exactly one; a network that names
-            no stages is one, ``trunk``."""
-            return {"trunk": list(self.parameters())}
-
-    return GridTrunk
-
-
 def named_stages(groups: list[list], names: tuple[str, ...] = ()) -> dict[str, list]:
     """Ordered parameter groups -> ``stem``, ``stage1``, ``stage2``, ... (or the given ``names``), empty ones
     dropped."""
@@ -151,7 +129,9 @@ def TimmTrunk(name: str):
     vector is timm's own (the class token for most)."""
     import timm
 
-    class _Timm(_grid_trunk_base()):
+    from embedder.grid_trunk import GridTrunk
+
+    class _Timm(GridTrunk):
         def __init__(self):
             super().__init__()
             try:
@@ -199,13 +179,15 @@ def TorchvisionTrunk(name: str):
     import torchvision
     from torchvision.models.vision_transformer import VisionTransformer
 
+    from embedder.grid_trunk import GridTrunk
+
     try:
         net = torchvision.models.get_model(name, weights=None)
     except ValueError as err:
         raise CapawareError("backbone.arch", f"torchvision has no model {name!r} ({err})",
                             "use a name of torchvision.models.list_models()") from None
 
-    class _Torchvision(_grid_trunk_base()):
+    class _Torchvision(GridTrunk):
         def __init__(self):
             super().__init__()
             self.net = net

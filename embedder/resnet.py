@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
-from embedder.backbone_constants import IMAGENET_NORM, RESNET_STAGES
+from embedder.backbone_constants import RESNET_STAGES
+from embedder.grid_trunk import GridTrunk
 
 LAYOUTS = {"resnet10": (BasicBlock, (1, 1, 1, 1)), "resnet18": (BasicBlock, (2, 2, 2, 2)),
            "resnet34": (BasicBlock, (3, 4, 6, 3)), "resnet50": (Bottleneck, (3, 4, 6, 3)),
@@ -19,11 +20,10 @@ LAYOUTS = {"resnet10": (BasicBlock, (1, 1, 1, 1)), "resnet18": (BasicBlock, (2, 
 one block per stage (``resnet10``)."""
 
 
-class ResNetTrunk(ResNet):
+class ResNetTrunk(ResNet, GridTrunk):
     """A torchvision ResNet up to its pooled vector (``fc`` is ``nn.Identity``): called, the [B, C] vector stage
-    one's head embeds; ``features_and_vector`` the layer4 map (H/32 x W/32) and None (its mean is the vector)."""
-
-    norm = IMAGENET_NORM
+    one's head embeds (torchvision's forward); ``features_and_vector`` the layer4 map (H/32 x W/32) and None (its
+    mean is the vector)."""
 
     def __init__(self, arch: str):
         block, layers = LAYOUTS[arch]

@@ -86,14 +86,15 @@ def verify(path: str | Path, images: str | None = None) -> list[str]:
 
 
 def ok_line(path: str | Path) -> str:
-    """The one-line description of a good file."""
+    """The one-line description of a good file, ending in its row label: the file's own ``label`` attribute when its
+    config set one (ViT-Ti, Attr), else the backbone kind's (Img, Cap, Oracle, Custom)."""
     with h5py.File(path, "r") as f:
         a = read_attrs(f)
         n_skipped = int(f["skipped"][()].sum()) if "skipped" in f else 0
         att = f["att"]
         return (f"ok: {path}: {att.shape[0]} images ({n_skipped} skipped), att {list(att.shape)} {att.dtype}, "
                 f"{a.get('backbone')} {a.get('arch')} ({str(a.get('checkpoint_sha256'))[:23]}) -> "
-                f"{label_of(str(a.get('backbone')))}")
+                f"{label_of(str(a.get('backbone')), str(a.get('label', '')))}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,7 @@ import torchvision
 
 from embedder.backbone_constants import IMAGENET_NORM, RESNET_STAGES
 from embedder.backbones import RESNETS, backbone
+from embedder.grid_trunk import GridTrunk
 from embedder.resnet import LAYOUTS, ResNetTrunk
 
 
@@ -34,7 +35,7 @@ def test_resnet10_is_resnet18_with_one_block_per_stage_and_every_resnet_of_the_t
 def test_the_table_builds_it_and_its_forward_is_torchvisions():
     torch.manual_seed(0)
     trunk = backbone("resnet18").build()
-    assert isinstance(trunk, ResNetTrunk) and trunk.norm == IMAGENET_NORM
+    assert isinstance(trunk, ResNetTrunk) and isinstance(trunk, GridTrunk) and trunk.norm == IMAGENET_NORM
     assert list(trunk.stage_parameters()) == list(RESNET_STAGES)
     reference = torchvision.models.resnet18(weights=None)
     reference.load_state_dict(trunk.state_dict(), strict=False)

@@ -102,3 +102,29 @@ def test_a_file_under_another_prefix_is_refused_with_the_way_out(tmp_path, resne
         stage_two("resnet18", path)
     assert f"({n} missing, {len(resnet18_state)} unexpected" in err.value.problem
     assert "its tensors are under 'backbone.'" in err.value.fix
+
+
+def test_a_plugin_trunk_loads_its_own_state_dict_or_its_wrapped_models(tmp_path):
+    """A GridTrunk that keeps its layers in ``self.net``: the file ``torch.save(trunk.state_dict())`` writes (names
+    ``net.0.weight``) loads, and so does the wrapped model's own (``0.weight``), as a timm or torchvision file does."""
+    from embedder.grid_trunk import GridTrunk
+    from embedder.weights import load_weights
+
+    class Plugin(GridTrunk):
+        width = 4
+
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 2), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 1))
+
+        def features_and_vector(self, x):
+            return self.net(x), None
+
+    torch.manual_seed(0)
+    source = Plugin()
+    own, inner = saved(tmp_path / "own.pt", source.state_dict()), saved(tmp_path / "inner.pt", source.net.state_dict())
+    for path in (own, inner):
+        trunk = Plugin()
+        load_weights(trunk, path, "plugin")
+        assert all(torch.equal(a, b) for a, b in zip(trunk.state_dict().values(), source.state_dict().values()))
+    assert list(torch.load(own, weights_only=True)) == ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]

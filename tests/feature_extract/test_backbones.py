@@ -93,6 +93,20 @@ def test_a_weight_file_of_another_model_or_none_is_one_line(world, tmp_path):
     assert not list(tmp_path.glob("*.h5"))
 
 
+def test_verify_prints_the_files_own_label(world, tmp_path, capsys):
+    """A ViT file labelled ViT-Ti is called so by ``feature_extract.verify``, not by its kind's default (Custom)."""
+    from feature_extract.verify import main as verify_main
+
+    labelled, plain = tmp_path / "vit.h5", tmp_path / "plain.h5"
+    dump(world, VIT, world["vit"][1], labelled, label="ViT-Ti")
+    dump(world, VIT, world["vit"][1], plain)
+    for path, label in ((labelled, "ViT-Ti"), (plain, "Custom")):
+        verify_main([str(path)])
+        line = capsys.readouterr().out.strip()
+        assert line.startswith(f"ok: {path}: 8 images") and f"pretrained {VIT} (" in line
+        assert line.endswith(f"-> {label}"), line
+
+
 def test_widths_come_from_the_table_for_every_family():
     assert [width(a) for a in ("resnet18", "resnet50", "torchvision:resnet50", "torchvision:convnext_tiny",
                                "torchvision:vit_b_16")] == [512, 2048, 2048, 768, 768]
