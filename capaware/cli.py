@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from capaware.stages import TABLE, Stage, names
 from capcore.errors import CapawareError, run_cli
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -73,6 +74,11 @@ def from_here(args: list[str], config_first: bool) -> list[str]:
     return out
 
 
+def run_summary(table: tuple[Stage, ...] = TABLE) -> str:
+    """``capaware run``'s line in the overview: its stages, read from the stage table (capaware/stages.py)."""
+    return f"the staged pipeline of a pipeline config: {' '.join(names(table))}"
+
+
 def delegate(module: str, prog: str) -> Callable[[list[str]], int | None]:
     """A subcommand that is a ``python -m`` module's main, its help titled ``capaware <prog>``."""
     def call(args: list[str]) -> int | None:
@@ -89,7 +95,7 @@ COMMANDS = {
                     "capaware demo   # or: capaware demo --from captioners --force",
                     demo,
                     "capaware demo [--from STAGE] [--to STAGE] [--force] [--run DIR]"),
-    "run": Command("the staged pipeline of a pipeline config: data stage1 features captioners rl scores report",
+    "run": Command(run_summary(),
                    "capaware run configs/paper/pipeline_paper.yaml --from features --to captioners",
                    lambda a: pipeline(from_here(a, config_first=True)),
                    "capaware run CONFIG [--from STAGE] [--to STAGE] [--force] [--run DIR]\n"

@@ -145,14 +145,16 @@ class Planner:
         return max(1, self.cores // max(1, min(self.jobs(stage), commands)))
 
     def stages(self) -> list[StagePlan]:
-        return [self.data(), self.stage_one(), self.feature_dumps(), self.captioners("captioners"),
-                self.captioners("rl")]
+        """Each stage the table (capaware/stages.py) gives a Planner method (``Stage.estimate``), in order."""
+        from capaware.stages import TABLE
+
+        return [getattr(self, s.estimate)(s.name) for s in TABLE if s.estimate]
 
     # -- data ---------------------------------------------------------------------------------------------
-    def data(self) -> StagePlan:
+    def data(self, stage: str = "data") -> StagePlan:
         from capdata.formats import format_of
 
-        plan, seen = StagePlan("data", self.jobs("data")), set()
+        plan, seen = StagePlan(stage, self.jobs(stage)), set()
         sets = [(c.data, c.data.track) for c in self.stage1]
         sets += [(c.pretrain.data, "pretrain") for c in self.stage1
                  if c.pretrain.data is not None and c.model.init == "class-pretrained"]
@@ -168,11 +170,11 @@ class Planner:
         return plan
 
     # -- stage one ----------------------------------------------------------------------------------------
-    def stage_one(self) -> StagePlan:
+    def stage_one(self, stage: str = "stage1") -> StagePlan:
         from embedder.labels.graph_memory import graph_workers, worker_bytes
 
-        plan = StagePlan("stage1", self.jobs("stage1"))
-        threads = self.threads("stage1", len(self.stage1))
+        plan = StagePlan(stage, self.jobs(stage))
+        threads = self.threads(stage, len(self.stage1))
         pretrained = set()
         for c in self.stage1:
             n = stage_one_counts(c, self.counts)
@@ -202,7 +204,7 @@ class Planner:
                          f"({duration(rows)})")
             ram = 3 * size * size * (n.train + n.test + n.val) if c.data.in_memory is not False else 0
             if c.data.track == "caption":
-                workers, _ = graph_workers(c.graph.workers, n.train, self.threads("stage1", len(self.stage1)),
+                workers, _ = graph_workers(c.graph.workers, n.train, self.threads(stage, len(self.stage1)),
                                            machine.available_memory())  # this machine's memory (note in table)
                 graph = n.train * GRAPH_CORE_SECONDS_AT_20K * (n.train / 20_000) ** GRAPH_GROWTH / workers / self.gpus
                 seconds += graph
@@ -214,10 +216,10 @@ class Planner:
         return plan
 
     # -- features -----------------------------------------------------------------------------------------
-    def feature_dumps(self) -> StagePlan:
+    def feature_dumps(self, stage: str = "features") -> StagePlan:
         from capaware.preflight import feature_bytes
 
-        plan = StagePlan("features", 1)
+        plan = StagePlan(stage, 1)
         for c in self.features:
             n = self.feature_images(c)
             arch = self.arch_of(c)
@@ -261,16 +263,19 @@ class Planner:
 
     # -- stage three --------------------------------------------------------------------------------------
     def captioners(self, stage: str) -> StagePlan:
+        """XE (``captioners``) or SCST (``rl``): each of the stage's configs on every feature set; an SCST run's
+        model is its XE run's."""
+        from capaware.stages import resolve, stage_of
         from captioners.config import load_captioner_config
         from captioners.core_registry import core_args
-        from rl.config import load_scst_config
 
         def runs_of(entries, load):
             return [(load(e.config, e.overrides), f) for x in entries for f in self.feature_sets
                     for e in [Entry.parse(x, self.run, (f"data.features={f}",))]]
 
         xe = runs_of(self.cfg.captioners, load_captioner_config)
-        runs = xe if stage == "captioners" else runs_of(self.cfg.rl, load_scst_config)
+        entry = stage_of(stage)  # its configs (key), their loader, and the capaware.stage kind its steps are priced as
+        runs = xe if stage == "captioners" else runs_of(getattr(self.cfg, entry.key), resolve(entry.loader))
         xe_model = {str(Path(c.out_dir).resolve()): c.model for c, _ in xe}
         plan = StagePlan(stage, self.jobs(stage))
         threads = self.threads(stage, len(runs))
@@ -284,7 +289,7 @@ class Planner:
             sizes = (regions, channels, model.rnn_size, model.input_encoding_size, model.att_hid_size,
                      tuple(sorted(core_args(model).items())))
             vocab = vocabulary(c.data, real=self.counts is not None)
-            kind = "xe" if stage == "captioners" else "scst"
+            kind = entry.kind
             samples = getattr(c.train, "samples_per_image", 5)
             step = self.prices.captioner(model.core, sizes, vocab, c.train.batch_size, c.data.seq_per_img,
                                          c.data.max_length, kind, samples, threads) / self.gpus

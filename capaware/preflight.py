@@ -30,11 +30,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from capaware.stages import TABLE
 from capcore.errors import CapawareError
 from eval import captions_java as jv
 
-JAVA_STAGES = ("captioners", "rl")
-"""Stages whose commands score captions with Java tools (capaware.stage: eval.score_captions)."""
+JAVA_STAGES = tuple(s.name for s in TABLE if s.java)
+"""Stages whose commands score captions with Java tools (capaware.stage: eval.score_captions): the stage table's
+(capaware/stages.py) entries marked ``java``."""
 
 
 

@@ -27,12 +27,14 @@ import os
 import shlex
 import sys
 
+from capaware.stages import TABLE, kinds, resolve
 from capcore.errors import CapawareError
 
-KINDS = ("data", "stage1", "features", "xe", "scst")
-LAUNCHED = ("stage1", "xe", "scst")
+KINDS = tuple(kinds(TABLE))
+"""The kinds, and what each runs (``Stage.run``), are the stage table's (capaware/stages.py)."""
+LAUNCHED = tuple(k for k, s in kinds(TABLE).items() if s.distributed)
 """The kinds that train with capcore.distributed, so run under torchrun when the pipeline asks for it."""
-USAGE = "usage: python -m capaware.stage {data,stage1,features,xe,scst} CONFIG [key=value ...]"
+USAGE = f"usage: python -m capaware.stage {{{','.join(KINDS)}}} CONFIG [key=value ...]"
 
 
 def relaunch(argv: list[str]) -> None:
@@ -103,27 +105,44 @@ def data(config: str, args: list[str]) -> None:
     prepare(sets, needed if only != "pretrain" else {})
 
 
+def stage_one(config: str, args: list[str]) -> None:
+    from embedder.rows import main as study
+
+    study(["--config", config, *args])
+
+
+def features(config: str, args: list[str]) -> None:
+    from feature_extract.dump import main as dump
+
+    dump(["--config", config, "--verify", *args])  # dump, then verify, in one process
+
+
+def xe(config: str, args: list[str]) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
+    captioner("xe", config, args)
+
+
+def scst(config: str, args: list[str]) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
+    captioner("scst", config, args)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     asked = {"-h", "--help"} & set(argv)  # data, stage1 and features answer it with their own options
-    if asked and (len(argv) < 2 or argv[1] in asked or argv[0] in ("xe", "scst")):
+    known = kinds(TABLE)
+    if asked and (len(argv) < 2 or argv[1] in asked or (argv[0] in known and not known[argv[0]].kind_options)):
         print(__doc__.strip())
         return
-    if len(argv) < 2 or argv[0] not in KINDS:
-        raise CapawareError("capaware.stage", "needs a kind (data, stage1, features, xe or scst) and a config", USAGE)
+    if len(argv) < 2 or argv[0] not in known:
+        raise CapawareError("capaware.stage", f"needs a kind ({', '.join(KINDS[:-1])} or {KINDS[-1]}) and a config",
+                            USAGE)
     relaunch(argv)
     kind, config, rest = argv[0], argv[1], argv[2:]
-    if kind == "data":
-        data(config, rest)
-    elif kind == "stage1":
-        from embedder.rows import main as study
-        study(["--config", config, *rest])
-    elif kind == "features":
-        from feature_extract.dump import main as dump
-        dump(["--config", config, "--verify", *rest])  # dump, then verify, in one process
-    else:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
-        captioner(kind, config, rest)
+    module, _, name = known[kind].run.partition(":")
+    # the table's capaware.stage functions are this module's own (run as __main__: not imported a second time)
+    run = globals()[name] if module == "capaware.stage" else resolve(known[kind].run)
+    run(config, rest)
 
 
 if __name__ == "__main__":

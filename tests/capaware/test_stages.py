@@ -1,0 +1,98 @@
+"""The stage table (capaware/stages.py, issue #66) drives every place that knows the pipeline's stages: a toy stage
+put into a copy of the table, between ``features`` and ``captioners`` (where the joint image-text space will train),
+is listed by ``stages``, gives its commands, outputs, jobs and tables, enters the fingerprint of every stage after
+it, is run by ``python -m capaware.stage`` and named by ``capaware run``'s help, with no other file changed.
+That the refactor changed nothing for the real stages is checked by the existing tests and by the derived names
+below, which are the lists the modules held before the table."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from capaware import cli, stage
+from capaware.pipeline_plan import DISTRIBUTED_STAGES, PARALLEL_STAGES, STAGES, Plan, main
+from capaware.preflight import JAVA_STAGES
+from capaware.stages import TABLE, Stage, kinds, names, resolve, stage1_tables
+from capcore.errors import CapawareError
+from capcore.pipeline_config import PipelineConfig, load_pipeline
+from tests.pipeline_helpers import TINY
+
+
+
+def toy_run(config: str, args: list[str]) -> None:
+    """The toy stage's ``python -m capaware.stage joint`` work: its arguments written into its "config" (a file,
+    since capaware.stage imports this module by name, which may be a second copy of the one pytest runs)."""
+    with open(config, "a") as f:
+        f.write(" ".join(args))
+
+
+def toy_table(command: str = "python -m toy.joint") -> tuple[Stage, ...]:
+    toy = Stage("joint", lambda plan: [f"{command} --run {plan.run}"], lambda plan: [f"{plan.run}/joint"],
+                lambda plan: [f"{plan.run}/joint.md"], parallel=True, distributed=True, kind="joint",
+                run="tests.capaware.test_stages:toy_run")
+    at = names(TABLE).index("features") + 1
+    return TABLE[:at] + (toy,) + TABLE[at:]
+
+
+def test_the_names_derived_from_the_table_are_the_ones_the_modules_held_before_it():
+    assert STAGES == ("data", "stage1", "features", "captioners", "rl", "scores", "report")
+    assert PARALLEL_STAGES == ("data", "stage1", "features", "captioners", "rl")
+    assert DISTRIBUTED_STAGES == ("stage1", "captioners", "rl")
+    assert stage.KINDS == ("data", "stage1", "features", "xe", "scst")
+    assert stage.LAUNCHED == ("stage1", "xe", "scst")
+    assert JAVA_STAGES == ("captioners", "rl")
+
+
+def test_every_entry_names_a_config_list_a_loader_and_a_runner_that_exist():
+    """The schema of a pipeline config lives in capcore (below capaware: it cannot read the table), so a stage's
+    ``key`` must be one of PipelineConfig's lists; its loader and its capaware.stage runner must import."""
+    lists = {f.name for f in dataclasses.fields(PipelineConfig) if f.type in ("list[str]", list[str])}
+    for s in TABLE:
+        assert s.key is None or s.key in lists, s.name
+        assert (s.key is None) == (s.loader is None), s.name
+        assert s.loader is None or callable(resolve(s.loader)), s.name
+        assert (s.kind is None) == (s.run is None), s.name
+        assert s.run is None or callable(resolve(s.run)), s.name
+        assert not s.distributed or s.parallel, s.name  # torchrun runs a parallel stage's commands one at a time
+    assert len(set(names())) == len(TABLE) and len(kinds()) == sum(1 for s in TABLE if s.kind)
+
+
+def test_a_toy_stage_in_a_copy_of_the_table_is_listed_run_and_fingerprinted(tmp_path, capsys):
+    table, run = toy_table(), str(tmp_path / "run")
+    main([str(TINY), "--run", run, "stages"], table=table)
+    assert capsys.readouterr().out.split() == ["data", "stage1", "features", "joint", "captioners", "rl", "scores",
+                                               "report"]
+    for action, out in (("commands", f"python -m toy.joint --run {run}"), ("outputs", f"{run}/joint"),
+                        ("parallel", "yes"), ("jobs", "1")):
+        main([str(TINY), "--run", run, action, "joint"], table=table)
+        assert capsys.readouterr().out == out + "\n", action
+    main([str(TINY), "--run", run, "stages"])  # the real table is untouched
+    assert "joint" not in capsys.readouterr().out
+
+    cfg = load_pipeline(str(TINY), run)
+    plan, real = Plan(cfg, table), Plan(cfg)
+    tables = plan.tables()  # stage one's, the toy's, then the scores stage's: in the table's order
+    assert tables.index(f"{run}/joint.md") == len(stage1_tables(real)) == 1
+    assert [t for t in tables if t != f"{run}/joint.md"] == real.tables()
+    assert plan.validate() == real.validate()  # a stage without configs of its own adds none to validate
+    with pytest.raises(CapawareError, match="unknown stage 'joint'"):
+        real.commands("joint")
+
+    # the stage's commands are part of the fingerprint of every stage after it, and of none before it
+    other = Plan(cfg, toy_table("python -m toy.joint --epochs 2"))
+    for name in ("data", "stage1", "features"):
+        assert plan.fingerprint(name) == real.fingerprint(name) == other.fingerprint(name)
+    for name in ("joint", "captioners", "rl", "scores", "report"):
+        assert plan.fingerprint(name) != other.fingerprint(name)
+        assert name == "joint" or plan.fingerprint(name) != real.fingerprint(name)
+    assert plan.pending("features", "captioners") == ["features", "joint", "captioners"]
+
+
+def test_the_toy_stages_kind_is_dispatched_by_capaware_stage_and_named_by_capaware_run(monkeypatch, tmp_path):
+    monkeypatch.delenv("CAPAWARE_LAUNCH", raising=False)
+    monkeypatch.setattr(stage, "TABLE", toy_table())
+    stage.main(["joint", str(tmp_path / "ran"), "a=1", "b=2"])
+    assert (tmp_path / "ran").read_text() == "a=1 b=2"
+    assert "features joint captioners" in cli.run_summary(toy_table())
+    assert cli.COMMANDS["run"].summary == cli.run_summary() and "joint" not in cli.run_summary()
