@@ -12,7 +12,8 @@ import pkgutil
 import sys
 from pathlib import Path
 
-PACKAGES = ("capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "capaware", "studies")
+PACKAGES = ("capcore", "capdata", "embedder", "joint", "feature_extract", "captioners", "rl", "eval", "capaware",
+            "studies")
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ import torch
 from capcore.optim import adam
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "capaware", "scripts",
-            "studies")
+PACKAGES = ("capcore", "capdata", "embedder", "joint", "feature_extract", "captioners", "rl", "eval", "capaware",
+            "scripts", "studies")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -113,7 +113,8 @@ def test_no_module_reads_a_caption_file_but_through_the_caption_view():
     out = subprocess.run(["grep", "-rn", call, "--include=*.py", "--exclude-dir=.venv", "."], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.stdout == ""
-    product = ("capaware", "capcore", "captioners", "embedder", "feature_extract", "rl", "eval", "scripts", "studies")
+    product = ("capaware", "capcore", "captioners", "embedder", "joint", "feature_extract", "rl", "eval", "scripts",
+               "studies")
     parsers = [f"{p.relative_to(ROOT)}" for pkg in product for p in (ROOT / pkg).rglob("*.py")
                if '["sentences"]' in p.read_text() or 'get("sentences"' in p.read_text()]
     assert parsers == []
@@ -128,7 +129,7 @@ def test_outside_capdata_no_product_module_spells_a_caption_format_or_reads_a_ca
     from capdata.formats import formats_of
 
     names = {*formats_of("caption"), "coco"}  # every caption format of the table (coco_file too), and "coco"
-    product = ("capaware", "capcore", "captioners", "embedder", "feature_extract", "rl", "eval")
+    product = ("capaware", "capcore", "captioners", "embedder", "joint", "feature_extract", "rl", "eval")
     spelled, reads = [], []
     for path in (p for pkg in product for p in sorted((ROOT / pkg).rglob("*.py"))):
         tree = ast.parse(path.read_text())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("benchmarks", "capaware", "capcore", "capdata", "captioners", "configs", "docs", "embedder", "eval",
-           "feature_extract", "rl", "scripts", "studies", "tests")
+           "feature_extract", "joint", "rl", "scripts", "studies", "tests")
 PLACEHOLDER = re.compile(r"[<>{}*$]|\.\.\.|\bN\b|\bT\b|XXX")
 MODULE = re.compile(r"python3? -m ([A-Za-z_][\w.]*)")
 

@@ -13,8 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-TOP = {"capcore", "capdata", "embedder", "feature_extract", "captioners", "rl", "eval", "configs", "scripts", "studies",
-       "benchmarks", "tests", "docs", ".ci"}
+TOP = {"capcore", "capdata", "embedder", "joint", "feature_extract", "captioners", "rl", "eval", "configs", "scripts",
+       "studies", "benchmarks", "tests", "docs", ".ci"}
 TOP_FILES = {"Makefile", "pyproject.toml", "README.md", ".importlinter"}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 SPAN = re.compile(r"`([^`\n]+)`")
