@@ -136,11 +136,13 @@ for ((i = lo; i <= hi; i++)); do
   pids=() parts=() failed=""
   # the commands' progress lines (capcore/progress.py: stage one's finished rows), echoed as they are written;
   # $watcher is tail's own pid (its reader ends with it), left out of the running-jobs count below
-  all_parts=()
+  all_parts=() watcher=""
   for k in "${!commands[@]}"; do all_parts+=("$log.node$node_rank.part$k"); : >"${all_parts[$k]}"; done
-  tail -n +1 -F "${all_parts[@]}" 2>/dev/null > >(while IFS= read -r line; do
-    [[ $line == *"progress: "* ]] && echo "[$stage] ${line##*progress: }"; done) &
-  watcher=$!
+  if ((${#all_parts[@]})); then  # (no files: tail would read stdin)
+    tail -n +1 -F "${all_parts[@]}" 2>/dev/null > >(while IFS= read -r line; do
+      [[ $line == *"progress: "* ]] && echo "[$stage] ${line##*progress: }"; done) &
+    watcher=$!
+  fi
   for k in "${!commands[@]}"; do
     cmd=${commands[$k]}
     [[ -n $cmd ]] || continue
@@ -156,14 +158,17 @@ for ((i = lo; i <= hi; i++)); do
       bash -c "$cmd" >>"$part" 2>&1 &
     pids+=($!) parts+=("$part")
     [[ -z $gpu ]] || gpu_of[$!]=$gpu
-    while (($(jobs -rp | grep -cvx "$watcher") >= max_jobs)); do wait -n || { failed=yes; break; }; done
+    while (($(jobs -rp | grep -cvx "${watcher:-none}") >= max_jobs)); do wait -n || { failed=yes; break; }; done
     [[ -z $failed ]] || break  # a command failed: start no more
   done
   for k in "${!pids[@]}"; do
     wait "${pids[$k]}" || failed=yes
   done
-  sleep 0.5  # the last lines reach tail -F (inotify; a poll where there is none), then stop following
-  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true
+  if [[ -n $watcher ]]; then  # the last lines reach tail -F (inotify; a poll where there is none), then stop following
+    sleep 0.5
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+  fi
   for part in "${parts[@]}"; do cat "$part" >>"$log"; rm -f "$part"; done
   if [[ -n $failed ]]; then
     # (|| true: under pipefail a log without such a line, e.g. a killed command's, must still get its line)

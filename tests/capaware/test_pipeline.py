@@ -236,3 +236,12 @@ def test_from_to_force_reruns_only_that_range(upstream, tmp_path):
     assert again.returncode == 0 and "running" not in again.stdout, again.stdout + again.stderr
     assert [ln for ln in again.stdout.splitlines() if ln.endswith("complete, skipped")] == [
         f"[{stage}] complete, skipped" for stage in ("data", "stage1", "features")]
+
+
+def test_a_stage_with_no_commands_finishes(tmp_path):
+    """``report: false`` leaves the report stage no command: it still ends with its done line and exit 0 (the
+    progress watcher, which follows the commands' log parts, starts only when there are parts to follow)."""
+    config = tiny_config(tmp_path, report=False)
+    out = pipeline(config, tmp_path / "run", "--from", "report", "--to", "report", timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[report] running 0 command(s)" in out.stdout and "[report] done in " in out.stdout
