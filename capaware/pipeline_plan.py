@@ -70,6 +70,7 @@ class Plan:
     stage1 = property(lambda self: self.entries_of("stage1"))
     features = property(lambda self: self.entries_of("features"))
     captioners = property(lambda self: self.entries_of("captioners"))
+    joint = property(lambda self: self.entries_of("joint"))
     rl = property(lambda self: self.entries_of("rl"))
 
     # -- what each stage runs: its entry in the stage table (capaware/stages.py) ---------------------------------
@@ -90,8 +91,11 @@ class Plan:
         h = hashlib.sha256()
         stages = self.names()
         for s in stages[:stages.index(stage) + 1]:
+            commands = self.commands(s)
+            if self.stage(s).added_later and not commands:
+                continue  # a stage newer than the run folders: unused, it leaves their fingerprints as they were
             h.update(s.encode())
-            for cmd in self.commands(s):
+            for cmd in commands:
                 h.update(cmd.replace(self.run, "$RUN").encode())  # a copied run folder keeps its stages
                 for token in shlex.split(cmd):
                     if token.endswith((".yaml", ".yml")) and Path(token).is_file():
@@ -131,7 +135,8 @@ class Plan:
         captioners = [self.load("captioners", e) for e in self.captioners] if "captioners" in pending else []
         for line in preflight_warnings(pending, stage1, features, captioners):
             print(f"warning: {line}", file=sys.stderr)
-        problems = preflight(pending, stage1, features, self.run)
+        joint = [self.load("joint", e) for e in self.joint] if "joint" in pending else []
+        problems = preflight(pending, stage1, features, self.run, joint)
         if problems:
             print("\n".join(f"error: {p}" for p in problems), file=sys.stderr)
             raise SystemExit(2)

@@ -145,10 +145,12 @@ class Planner:
         return max(1, self.cores // max(1, min(self.jobs(stage), commands)))
 
     def stages(self) -> list[StagePlan]:
-        """Each stage the table (capaware/stages.py) gives a Planner method (``Stage.estimate``), in order."""
+        """Each stage the table (capaware/stages.py) gives a Planner method (``Stage.estimate``), in order; a stage
+        added to the table later (``Stage.added_later``) only when the pipeline config gives it configs."""
         from capaware.stages import TABLE
 
-        return [getattr(self, s.estimate)(s.name) for s in TABLE if s.estimate]
+        return [getattr(self, s.estimate)(s.name) for s in TABLE
+                if s.estimate and not (s.added_later and not getattr(self.cfg, s.key))]  # unused: no row
 
     # -- data ---------------------------------------------------------------------------------------------
     def data(self, stage: str = "data") -> StagePlan:
@@ -308,6 +310,43 @@ class Planner:
             plan.works.append(Work(f"{c.name} on {features}: {steps:,} steps of {c.train.batch_size}"
                                    + (" (at most: patience)" if c.train.patience else ""),
                                    seconds, 6 * params, features_ram + 4 * params))
+        return plan
+
+
+    def joint(self, stage: str) -> StagePlan:
+        """The joint spaces (joint/): each config on every feature set, its captions counted and its vocabulary
+        read through the pipeline's first XE config (the joint stage reads XE's labels.h5); a step timed by a
+        probe (capaware.plan_probes.joint_seconds), each epoch's val and the test split embedded at a third of a
+        step per batch (forward only)."""
+        from capaware.stages import resolve, stage_of
+        from captioners.config import load_captioner_config
+
+        entry, plan = stage_of(stage), StagePlan(stage, self.jobs(stage))
+        runs = [(resolve(entry.loader)(e.config, e.overrides), f) for x in getattr(self.cfg, entry.key)
+                for f in self.feature_sets for e in [Entry.parse(x, self.run, (f"data.features={f}",))]]
+        if not runs:
+            return plan
+        if not self.cfg.captioners:
+            raise CapawareError("joint", "joint spaces to train but no captioners (XE) config to read the captions "
+                                "and vocabulary of", "add the captioners entries the joint stage follows")
+        first = Entry.parse(self.cfg.captioners[0], self.run)
+        xe = load_captioner_config(first.config, first.overrides)
+        n = caption_counts(xe.data.json, self.stage1, self.counts, xe.data.format)
+        vocab = vocabulary(xe.data, real=self.counts is not None)
+        threads = self.threads(stage, len(runs))
+        for c, features in runs:
+            _, channels = self.feature_shape(features, c.data.features_dir)
+            m, t = c.model, c.train
+            step = self.prices.joint((channels, m.embed_dim, m.word_dim, m.num_layers), vocab, t.batch_size,
+                                     xe.data.max_length, threads) / self.gpus
+            steps = t.epochs * math.ceil(n.train / t.batch_size)
+            batches = t.epochs * math.ceil(n.val * 6 / t.batch_size) + math.ceil(n.test * 6 / t.batch_size)
+            forward = batches * step / 3  # each split's images and their (about five) captions, forward only
+            params = 4 * (vocab * m.word_dim + 3 * m.num_layers * (m.word_dim + m.embed_dim) * m.embed_dim
+                          + channels * m.embed_dim)
+            feats_ram = (n.train + n.val) * channels * 4
+            plan.works.append(Work(f"{c.name} on {features}: {steps:,} steps of {t.batch_size}",
+                                   self.prices.process() + steps * step + forward, 4 * params, feats_ram + 4 * params))
         return plan
 
 

@@ -53,6 +53,14 @@ class Prices:
                                                self.device, threads)
         return xe * ratio
 
+    def joint(self, sizes: tuple, vocab: int, batch: int, max_len: int, threads: int = 1) -> float:
+        """A joint-space step: this machine's probe (a figures file has no joint figure yet; said in the notes)."""
+        if self.figures is not None:
+            note = "joint-space steps: this machine's probe (the figures file has none)"
+            if note not in self.notes:
+                self.notes.append(note)
+        return probe.joint_seconds(sizes, vocab, batch, max_len, self.device, threads)
+
     def process(self) -> float:
         return probe.process_seconds()
 

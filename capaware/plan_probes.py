@@ -103,6 +103,32 @@ def trunk_seconds(arch: str, batch: int, size: int, train: bool, precision: str,
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda sizes, vocab, batch, *rest, **kw: f"one joint-space step of {batch} pairs")
+def joint_seconds(sizes: tuple, vocab: int, batch: int, max_len: int, device: str = "cpu", threads: int = 1) -> float:
+    """Seconds of one joint-space training step (joint/train.py: both encoders, VSE0's hinges, backward, Adam)
+    on random features and full-length captions. ``sizes``: (feature width, space width, word width, GRU layers)."""
+    from capcore.optim import adam
+    from joint.losses.vse import VSE0
+    from joint.model import JointSpace
+
+    channels, embed, word, layers = sizes
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    torch.manual_seed(0)
+    model = JointSpace(vocab, channels, embed, word, "fc", layers).to(dev)
+    opt, loss = adam(model.parameters(), fused=False, lr=1e-4), VSE0()
+    feats = torch.rand(batch, channels, device=dev)
+    ids = torch.randint(1, vocab + 1, (batch, max_len), device=dev)
+
+    def step():
+        value = loss(*model(feats, ids))
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        opt.step()
+    return _timed(step)
+
+
+@functools.lru_cache(maxsize=None)
 @_announced(lambda core, sizes, vocab, batch, seq_per_img, max_len, kind, *rest, **kw:
             f"one {core} {kind} step of {batch} images")
 def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_img: int, max_len: int,

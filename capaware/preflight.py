@@ -15,7 +15,9 @@ problem is one line: what is missing, which stage needs it, and the fix. Checks,
 - ``features``: ImageNet weights for ImageNet backbones, the Karpathy json of real images, and the disk
   the feature files will take (images x (grid cells + 1) x channels x bytes per value);
 - ``stage1`` of a caption track on real Karpathy data: the memory of the caption graph's worker
-  processes (a set ``graph.workers`` that cannot fit is refused; a null one is capped at run time).
+  processes (a set ``graph.workers`` that cannot fit is refused; a null one is capped at run time);
+- ``joint``: XE's ``labels.h5`` and ``vocab.json`` and the features file it reads, unless a pending stage before
+  it (captioners, features) writes them in the run folder.
 
 Warnings, which do not stop the run (``preflight_warnings``): more graph or loader workers than cores,
 and feature files on a network filesystem (every caption step reads HDF5 rows at random).
@@ -218,12 +220,33 @@ def preflight_warnings(pending: list[str], stage1: list, features: list, caption
     return out
 
 
-def preflight(pending: list[str], stage1: list, features: list, run_dir: str) -> list[str]:
+def check_joint(cfgs: list, run_dir: str, pending: list[str]) -> list[CapawareError]:
+    """The joint stage's inputs (joint configs): XE's labels.h5 / vocab.json, which the captioners stage writes on
+    first use, and the features file, which the features stage writes; each must be there unless that stage is
+    pending and writes it inside the run folder."""
+    from joint.config import features_path  # torch-free
+
+    out, seen = [], set()
+    for c in cfgs:
+        wanted = [(Path(c.data.prepro_dir) / name, "captioners", "train the captioners' XE first (it writes "
+                   "labels.h5 and vocab.json), or point data.prepro_dir at a run that has them")
+                  for name in ("labels.h5", "vocab.json")]
+        wanted.append((features_path(c.data), "features", "run the features stage, or set data.features"))
+        for path, writer, fix in wanted:
+            if path in seen or path.is_file() or (writer in pending and inside(path, run_dir)):
+                continue
+            seen.add(path)
+            out.append(CapawareError(path, f"not found; the joint stage ({c.name}) reads it", fix))
+    return out
+
+
+def preflight(pending: list[str], stage1: list, features: list, run_dir: str, joint: list = ()) -> list[str]:
     """One line per problem the pending stages would hit; empty when they have what they need."""
     reads_data = stage1 if ("data" in pending or "stage1" in pending) else []
     trains = stage1 if "stage1" in pending else []  # the data stage reads the data, not the weights
     features = features if "features" in pending else []
     problems = missing_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
+    problems += check_joint(list(joint) if "joint" in pending else [], run_dir, pending)
     if trains:
         from capcore import machine
         problems += check_graph_memory(trains, machine.available_memory(), machine.local_processes())
@@ -342,6 +365,7 @@ def check_config(path: str) -> list[Check]:
     checks += [Check("inputs", "MISSING", f"{p.where}: {p.problem}", p.fix) for p in problems]
     if not problems:
         checks.append(Check("inputs", "ok", f"the data folders, image lists and disk {path} needs"))
+    checks += joint_checks(cfg)
     waiting = [c for c in features if uncounted(c, cfg.run_dir)]
     if waiting:  # the disk is checked against the image lists' counts; until they are in, say what it will take
         per = sum(feature_bytes(c, 100_000) for c in waiting)
@@ -351,3 +375,20 @@ def check_config(path: str) -> list[Check]:
                             f"100,000 images ({shutil.disk_usage(where).free / 1e9:.0f} GB free under {where}); "
                             f"checked exactly once {lists} is there", required=False))
     return checks
+
+
+def joint_checks(cfg) -> list[Check]:
+    """The joint stage's line: XE's labels.h5 and vocab.json it reads, there or still to be written by the
+    captioners stage (a warning then, not a failure: a fresh run writes them before the joint stage starts)."""
+    from capcore.pipeline_config import Entry
+    from joint.config import load_joint_config
+
+    dirs = dict.fromkeys(Path(load_joint_config(e.config, e.overrides).data.prepro_dir)
+                         for e in (Entry.parse(t, cfg.run_dir) for t in cfg.joint))
+    missing = [str(d / n) for d in dirs for n in ("labels.h5", "vocab.json") if not (d / n).is_file()]
+    if not dirs:
+        return []
+    if not missing:
+        return [Check("joint", "ok", f"XE's labels.h5 and vocab.json in {', '.join(map(str, dirs))}")]
+    return [Check("joint", "warn", f"{', '.join(missing)} not there yet: the joint stage reads them",
+                  "the captioners stage (XE) writes them; run it before the joint stage", required=False)]

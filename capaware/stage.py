@@ -1,4 +1,4 @@
-"""One pipeline command: ``python -m capaware.stage {data,stage1,features,xe,scst} CONFIG [key=value ...]``.
+"""One pipeline command: ``python -m capaware.stage {data,stage1,features,xe,joint,scst} CONFIG [key=value ...]``.
 
 The pipeline (capaware/pipeline.sh, planned by capaware.pipeline_plan) runs each stage's work as these
 commands, so that they live in the package and run from a non-editable install (issue #48):
@@ -8,6 +8,8 @@ commands, so that they live in the package and run from a non-editable install (
 - ``stage1``: train every method of a stage-one config, evaluate retrieval, write its tables (embedder.rows);
 - ``features``: dump a backbone's att/fc features to HDF5, then verify them, in one process (feature_extract);
 - ``xe``: cross-entropy training (captioners.xe; labels.h5 / vocab.json written on first use);
+- ``joint``: a joint image-text space on one feature set, then its test split's R@K (joint.train; reads XE's
+  labels.h5 / vocab.json);
 - ``scst``: self-critical training from the matching XE run's best.pt (rl.scst).
 
 After ``xe`` or ``scst``, in the same process: beam-2 captions of the test split with their attention

@@ -89,3 +89,17 @@ def xe(config: str, args: list[str]) -> None:
 def scst(config: str, args: list[str]) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported
     captioner("scst", config, args)
+
+
+def joint(config: str, args: list[str]) -> None:
+    """Train a joint image-text space on one feature set and score its test split (joint.train)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported: one job per core, as XE
+    from capcore.stopwatch import Stopwatch
+    from joint.config import load_joint_config
+    from joint.train import train
+
+    cfg = load_joint_config(config, args)
+    watch = Stopwatch(f"joint {cfg.name}")
+    with watch.phase("train"):
+        train(cfg)
+    print(watch.line(), flush=True)

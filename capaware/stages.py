@@ -44,6 +44,7 @@ class Stage:
     it; ``kind_options``: that function parses options of its own (``KIND CONFIG --help`` shows them).
     ``java``: its commands score captions with the Java tools (the preflight checks for Java). ``estimate``:
     the capaware.plan.Planner method (called with the stage's name) that prices it for ``capaware plan``.
+    ``added_later``: see the field (capaware.pipeline_plan.Plan.fingerprint).
     ``commands``, ``outputs``, ``tables``: given the Plan, the shell commands it runs, the paths it writes (what
     ``--force`` removes) and the Markdown tables the pipeline prints at its end."""
     name: str
@@ -60,6 +61,8 @@ class Stage:
     kind_options: bool = False
     java: bool = False
     estimate: str | None = None
+    added_later: bool = False  # a stage added to the table after runs were made: while a pipeline config gives
+    # it no commands it adds nothing to the fingerprints after it, so those runs' later stages stay done
 
 
 # -- what each stage runs and writes (the Plan's resolved entries in, shell commands and paths out) -------------
@@ -141,6 +144,22 @@ def captioners_outputs(plan) -> list[str]:
     return plan.captioner_dirs("captioners")
 
 
+def _joint_configs(plan) -> list:
+    return [plan.load("joint", e) for e in plan.entries_of("joint")]
+
+
+def joint_outputs(plan) -> list[str]:
+    from joint.config import results_paths  # torch-free
+
+    return [str(p) for c in _joint_configs(plan) for p in (c.out_dir, *results_paths(c))]
+
+
+def joint_tables(plan) -> list[str]:
+    from joint.config import results_paths
+
+    return [str(results_paths(c)[1]) for c in _joint_configs(plan)]
+
+
 def rl_outputs(plan) -> list[str]:
     return plan.captioner_dirs("rl")
 
@@ -167,6 +186,9 @@ TABLE: tuple[Stage, ...] = (
     Stage("captioners", each_entry("xe", "captioners", _later), captioners_outputs,
           key="captioners", loader="captioners.config:load_captioner_config", per_feature_set=True, parallel=True,
           distributed=True, kind="xe", run="capaware.stage_runners:xe", java=True, estimate="captioners"),
+    Stage("joint", each_entry("joint", "joint"), joint_outputs, joint_tables,
+          key="joint", loader="joint.config:load_joint_config", per_feature_set=True, parallel=True,
+          kind="joint", run="capaware.stage_runners:joint", estimate="joint", added_later=True),
     Stage("rl", each_entry("scst", "rl", _later), rl_outputs,
           key="rl", loader="rl.config:load_scst_config", per_feature_set=True, parallel=True,
           distributed=True, kind="scst", run="capaware.stage_runners:scst", java=True, estimate="captioners"),

@@ -28,12 +28,14 @@ class PipelineConfig:
     feature_sets: Optional[list[str]] = None  # data.features of each captioner; unset: every file that features
     # makes, by its name (features/img.h5 -> img): the sets are declared once, in the features configs (feature_sets_of)
     captioners: list[str] = field(default_factory=list)  # XE configs, each trained on every feature set
+    joint: list[str] = field(default_factory=list)  # joint image-text spaces (joint/), each trained on every
+    # feature set with XE's labels.h5 / vocab.json (after the captioners, before rl, which scores captions in them)
     rl: list[str] = field(default_factory=list)  # SCST configs, each started from its XE run
     report: bool = True
     meteor: str = "per_run"  # per_run: each XE and SCST run scores METEOR itself | at_scores: they leave it pending
     # and the scores stage scores every run in one METEOR process (eval.meteor_pending): one paraphrase-table load
     jobs: int = 1  # data, stage-one, captioner (XE) and SCST commands run this many at a time, sharing the cores
-    stage_jobs: dict[str, int] = field(default_factory=dict)  # per stage (data, stage1, captioners, rl), over jobs
+    stage_jobs: dict[str, int] = field(default_factory=dict)  # per stage (data, stage1, captioners, rl...), over jobs
     plugins: list[str] = field(default_factory=list)  # a user's modules or .py files every stage imports first
     # (capcore/plugins.py): their losses, formats and cores registered in every command the pipeline starts
 
@@ -48,7 +50,7 @@ def feature_sets_of(cfg: PipelineConfig, outs: list[str]) -> list[str]:
     already holds."""
     if cfg.feature_sets is not None:
         return list(cfg.feature_sets)
-    if not outs and (cfg.captioners or cfg.rl):
+    if not outs and (cfg.captioners or cfg.joint or cfg.rl):
         raise CapawareError("feature_sets", "captioners to train but no features entry to train them on",
                             "add the features configs (stage two), or name the run's feature files: feature_sets: "
                             "[img, cap]")

@@ -11,5 +11,9 @@ never the captioners' package. One job per file:
   translation;
 - ``image_encoder``: a projection of stage two's features (``fc``, or the ``att`` grid pooled);
 - ``model``: ``JointSpace``, both encoders and their similarity matrix;
-- ``losses/``: VSE0, VSE++ and the warm-up from one to the other, named in ``losses/registry.py``.
+- ``losses/``: VSE0, VSE++ and the warm-up from one to the other, named in ``losses/registry.py``;
+- ``recall``: i2t and t2i R@K, medr, meanr and rsum, full set and 1K folds;
+- the pipeline's ``joint`` stage: ``config`` (its schema), ``data`` (feats.h5 and XE's labels.h5, read with h5py),
+  ``train`` (the loop, best-on-val, resume, the test table) and ``card`` (what a checkpoint was trained on, and
+  ``check_fits``, the one-line refusal of another vocabulary or feature width).
 """

@@ -99,6 +99,10 @@ def loader_of(name: str):
         return load_features_config
     if name.endswith("_scst"):
         return load_scst_config
+    if name.endswith("_joint"):
+        from joint.config import load_joint_config
+
+        return load_joint_config
     from captioners.core_registry import CORES
 
     if name.split("_", 1)[1] in CORES:
@@ -118,11 +122,12 @@ def test_every_shipped_config_passes_its_own_validator(name):
     if Path(name).name.startswith("pipeline_"):  # every stage config it names, with the pipeline's overrides
         assert result.returncode == 0 and "stage configs (with their overrides) valid" in result.stdout, result.stderr
         cfg = yaml.safe_load(path.read_text())  # as many validated as it names, every stage's entries
-        named = sum(len(cfg.get(k) or []) for k in ("stage1", "features", "captioners", "rl"))
+        named = sum(len(cfg.get(k) or []) for k in ("stage1", "features", "captioners", "joint", "rl"))
         assert int(result.stdout.split()[0]) >= max(1, named), (result.stdout, named)
         return
     accepted = []  # and no other stage's validator takes it: the file belongs to one stage (or to none: a declaration)
-    stages = {loader_of(n) for n in ("demo_pose", "demo_att2all2", "demo_att2all2_scst", "demo_features_img")}
+    stages = {loader_of(n) for n in ("demo_pose", "demo_att2all2", "demo_att2all2_scst", "demo_features_img",
+                                     "demo_joint")}
     for other in stages:
         try:
             other(path)
@@ -143,11 +148,12 @@ def test_no_shipped_config_says_a_key_was_renamed(capsys, monkeypatch):
     from captioners.config import load_captioner_config
     from embedder.config import load_config as load_stage1
     from feature_extract.config import load_features_config
+    from joint.config import load_joint_config
     from rl.config import load_scst_config
 
     monkeypatch.chdir(ROOT)  # pipelines name their stage configs from the checkout
     stage_loaders = {"stage1": load_stage1, "features": load_features_config, "captioners": load_captioner_config,
-                     "rl": load_scst_config}
+                     "joint": load_joint_config, "rl": load_scst_config}
     loads = []  # (what, loader, config, overrides)
     for name in SHIPPED:
         path = ROOT / f"{name}.yaml"
