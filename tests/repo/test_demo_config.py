@@ -23,3 +23,12 @@ def test_the_transformer_pipeline_asks_for_the_demos_outputs_word_for_word():
         shared = transformer[stage][:len(demo[stage])]
         assert shared == demo[stage], stage
         assert len(transformer[stage]) == len(demo[stage]) + 1  # plus the Transformer's own run
+
+
+def test_the_joint_pipeline_asks_for_the_demos_outputs_word_for_word():
+    """configs/demo/pipeline_joint.yaml is the demo plus one joint stage entry, in the demo's run folder."""
+    demo, joint = load("pipeline_demo.yaml"), load("pipeline_joint.yaml")
+    assert joint["run_dir"] == demo["run_dir"] and "joint" not in demo
+    for stage in ("stage1", "features", "feature_sets", "captioners", "rl"):
+        assert joint.get(stage) == demo.get(stage), stage
+    assert joint["joint"] == ["configs/demo/demo_joint.yaml"]
