@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from capaware.stages import names
 from capcore.run_layout import (
     CaptionerDir,
     CaptionerManifest,
@@ -47,7 +48,7 @@ def test_a_bad_stage_config_is_refused_before_anything_runs(tmp_path):
 def test_an_unknown_stage_name_is_one_line_and_nothing_runs(tmp_path):
     out = pipeline(tiny_config(tmp_path), tmp_path / "run", "--from", "feature")
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        "error: unknown stage 'feature'; stages: data stage1 features captioners rl scores report"], out.stderr
+        f"error: unknown stage 'feature'; stages: {' '.join(names())}"], out.stderr  # the stage table's, in order
     assert not (tmp_path / "run").exists()
 
 

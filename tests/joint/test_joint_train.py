@@ -51,7 +51,8 @@ def write_world(root, seed=0):
 def config(root, *extra):
     return load_joint_config(None, [f"run_dir={root}", f"out_dir={root}/joint/img",
                                     f"data.features_dir={root}/features", f"data.prepro_dir={root}/captions",
-                                    "model.embed_dim=32", "model.word_dim=16", "train.batch_size=16", "train.epochs=6", "train.lr=0.01", "train.ckpt_every=5",
+                                    "model.embed_dim=32", "model.word_dim=16", "train.batch_size=16", "train.epochs=6",
+                                    "train.lr=0.01", "train.ckpt_every=5",
                                     "loss.name=warmup", "loss.warmup_steps=12", "name=tiny", "device=cpu", *extra])
 
 
