@@ -39,6 +39,8 @@ def _unset(f: dataclasses.Field, value: Any) -> bool:
     if not f.metadata.get(ONLY_WHEN_SET):
         return False
     default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if dataclasses.is_dataclass(default):  # a whole section added later: unset while every field is its default
+        default = dataclasses.asdict(default)
     plain = OmegaConf.to_container(value, resolve=True) if isinstance(value, (DictConfig, ListConfig)) else value
     return plain == default
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from capcore.config import ConfigChecks, RunConfig, load_schema
-from capcore.fingerprint import bookkeeping
+from capcore.fingerprint import added_later, bookkeeping
 from captioners.config import CapDataConfig, CapLoopConfig, CapValConfig, check_loop
 
 
@@ -47,6 +47,26 @@ class RewardConfig:
 
 
 @dataclass
+class RetrievalRewardConfig:
+    """Self-retrieval (Liu et al. 2018): a frozen joint space scores how well each sampled caption retrieves its own
+    image among the step's images; ``weight`` (their alpha) times minus that hinge joins the reward (rl/rewards.py).
+    Unlabeled images (a features file of images without captions) join each batch and earn that term alone."""
+    weight: float = 0.0  # alpha; 0: off (no joint model is read). The paper: 1
+    model: str = ""  # the joint stage's best.pt, e.g. ${run_dir}/joint/${data.features}/best.pt
+    loss: str = "vse_pp"  # vse_pp: the hardest negative's hinge (the paper's Eq. 4) | vse0: every negative's, summed
+    margin: float = 0.2
+    unlabeled: str = ""  # a features file of unlabeled images (stage two on images.folder); "": none
+    unlabeled_ratio: float = 1.0  # unlabeled images per labeled image of a batch (the paper: 1)
+    # moderately hard negatives: each labeled image brings unlabeled ones ranked [lo, hi) by similarity to one of
+    # its reference captions in the joint space (0-based ranks; the paper: [100, 1000] of COCO's 123K);
+    # [0, 0]: drawn uniformly from the pool
+    window: list[int] = field(default_factory=lambda: [0, 0])
+
+
+RETRIEVAL_LOSSES = ("vse_pp", "vse0")
+
+
+@dataclass
 class SCSTConfig(RunConfig):
     """Self-critical fine-tuning of one XE captioner (python -m rl.scst): the checkpoint it starts from
     (its architecture comes with it), the same data section as XE, the loop, the reward and validation."""
@@ -55,6 +75,7 @@ class SCSTConfig(RunConfig):
     train: SCSTTrainConfig = field(default_factory=SCSTTrainConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     val: CapValConfig = field(default_factory=CapValConfig)
+    retrieval: RetrievalRewardConfig = added_later(default_factory=RetrievalRewardConfig)
 
 
 BASELINES = ("greedy", "mean")
@@ -79,6 +100,23 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
     c.need(cfg.reward.sigma > 0, "reward.sigma", "must be > 0", "CIDEr-D uses 6.0")
     c.need(cfg.reward.bleu4_weight >= 0, "reward.bleu4_weight", f"{cfg.reward.bleu4_weight} is negative",
            "use 0 (CIDEr-D alone) or a positive weight")
+    check_retrieval(cfg.retrieval, c)
     c.need(bool(cfg.init), "init", "empty", "point init at the best.pt of python -m captioners.xe")
     c.raise_first()
     return cfg
+
+
+def check_retrieval(r: RetrievalRewardConfig, c: ConfigChecks) -> None:
+    c.need(r.weight >= 0, "retrieval.weight", f"{r.weight} is negative", "use 0 (off) or alpha > 0 (the paper: 1)")
+    if r.weight == 0:
+        return
+    c.need(bool(r.model), "retrieval.model", "empty while retrieval.weight > 0",
+           "point it at the joint stage's best.pt, e.g. ${run_dir}/joint/${data.features}/best.pt")
+    c.choice("retrieval.loss", r.loss, RETRIEVAL_LOSSES)
+    c.need(r.margin >= 0, "retrieval.margin", f"{r.margin} is negative", "the paper's margin is 0.2")
+    c.need(r.unlabeled_ratio > 0, "retrieval.unlabeled_ratio", f"{r.unlabeled_ratio} is not positive",
+           "e.g. 1.0 (one unlabeled image per labeled one), or retrieval.unlabeled='' for none")
+    window = list(r.window)
+    c.need(len(window) == 2 and 0 <= window[0] <= window[-1], "retrieval.window",
+           f"{window} is not [lo, hi] with 0 <= lo <= hi",
+           "e.g. [10, 100] (ranks among the pool), or [0, 0] for uniform draws")

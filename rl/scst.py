@@ -45,8 +45,9 @@ from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_
 from captioners.speed import apply_compile
 from captioners.loop import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import corpus_bleu4, validation_refs
-from rl.cider import CiderReward, load_or_build_doc_freq
+from rl.cider import load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
+from rl.rewards import Captions, Reward, RewardInputs, StepImages
 from rl.scst_loss import baseline, greedy_captions, sample_captions, scst_loss
 from rl.signature import references_sha256, signature_of
 
@@ -110,7 +111,7 @@ def eligible(h: dict, start: dict, t) -> bool:
             and h["bleu4"] >= t.keep_bleu4 * start["bleu4"])
 
 
-def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: CiderReward, seen: list[str],
+def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Reward, seen: list[str],
                 max_len: int, device: torch.device, dtype, refs: dict[int, list[str]]) -> Recipe:
     """The SCST step: baseline (greedy caption in eval mode, or the mean of the other samples) ->
     ``samples_per_image`` multinomial samples per image with their log-probabilities -> CIDEr-D rewards
@@ -128,19 +129,19 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
             greedy = greedy_captions(model, fc, att, max_len) if t.baseline == "greedy" else None
             dec = sample_captions(model, fc, att, n, max_len, t.temperature, sampler, positions,
                                    global_images)
-        if greedy is None:
-            r = reward(dec.seq, np.repeat(label_ix, n)).reshape(B, n)
-            greedy_r = None
-        else:
-            r, greedy_r = reward.together((dec.seq, np.repeat(label_ix, n)), (greedy, label_ix))
-            r = r.reshape(B, n)
-        base = baseline(t.baseline, r, greedy_r)
+        groups = [Captions(dec.seq, np.repeat(label_ix, n), np.repeat(np.arange(B), n))]
+        if greedy is not None:
+            groups.append(Captions(greedy, label_ix, np.arange(B)))
+        rewards, shares = reward.together(*groups, images=StepImages(fc, att))
+        r = rewards[0].reshape(B, n)
+        base = baseline(t.baseline, r, rewards[1] if greedy is not None else None)
         rows = None if ctx.world == 1 else global_images * n / ctx.world  # DDP-style: averaged grads
         loss = scst_loss(dec.logprob, r, base, rows) * real
         # (the mean baseline's mean advantage is 0)
         sums = [r.sum(), base.sum(), (r - base).sum(), np.abs(r - base).sum()]
         totals = distributed.all_sum(torch.tensor(sums + [r.size], dtype=torch.float64) * real).tolist()
         stats = dict(zip(("reward", "baseline", "advantage", "advantage_abs"), (v / totals[-1] for v in totals[:-1])))
+        stats.update(shares if ctx.world == 1 else {})  # each term's share, on one process (a log, not the loss)
         if t.xe_weight > 0:  # mixed objective: keep the references' likelihood while chasing the reward
             seq = batch["labels"].to(device)
             with autocast(device, dtype):
@@ -156,7 +157,8 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Cider
                    "sample_length": float((dec.seq > 0).sum(1).float().mean())}
         return StepResult(loss, stats, scalars, {"reward": stats["reward"]})
 
-    return Recipe("scst", step, ("reward", "baseline", "advantage", "advantage_abs", "xe"), "scst",
+    stat_names = ("reward", "baseline", "advantage", "advantage_abs", "xe", *reward.stat_names())
+    return Recipe("scst", step, stat_names, "scst",
                   validate_first=True, describe_val=partial(describe_val, seen=seen, refs=refs), summary=scst_summary,
                   eligible=partial(eligible, t=t) if t.keep_distinct > 0 or t.keep_bleu4 > 0 else None,
                   rngs={"sample_rng": sampler},
@@ -182,14 +184,17 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     model.load_state_dict(xe["model"])
     if cfg.train.compile:
         apply_compile(model)
-    reward = CiderReward(labels, doc_freq, cfg.reward.sigma, cfg.reward.bleu4_weight)
     train_set = CaptionDataset(feats, labels, "train", d.seq_per_img, d.in_memory, cfg.seed)
     val_set = CaptionDataset(feats, labels, cfg.val.split, d.seq_per_img, d.in_memory, cfg.seed, cfg.val.max_images)
     refs = validation_refs(d.json, labels, val_set, vocab, d.format)
     # novelty on val is measured against the training captions as the model sees them (labels.h5)
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
-    fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha})
-    signature = str(signature_of(cfg, references_sha256(labels)))
+    reward = Reward.of(RewardInputs(cfg, labels, doc_freq, feats, vocab_path, len(vocab) - 1, train_set.info.fc_dim,
+                                    device))
+    joint_sha = file_sha256(cfg.retrieval.model) if cfg.retrieval.weight > 0 else None  # read once it loaded
+    fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha} if joint_sha is None else
+                                  {"init_sha256": init_sha, "joint_sha256": joint_sha})
+    signature = str(signature_of(cfg, references_sha256(labels), joint_sha))
     card = CaptionerCard(model_args=dict(xe_card.model_args), vocab=vocab, max_length=labels.max_length,
                          features=str(feats.resolve()), labels=str(labels_path.resolve()),
                          config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",

@@ -45,6 +45,22 @@ def per_item(img: torch.Tensor, txt: torch.Tensor, margin: float, hardest: bool)
     return i2t.sum(1), t2i.sum(0)
 
 
+def caption_hinges(images: torch.Tensor, captions: torch.Tensor, owner: torch.Tensor, margin: float = 0.2,
+                   hardest: bool = True) -> torch.Tensor:
+    """[M]: each caption's text -> image hinges against every image but its own, the largest (``hardest``: Liu et
+    al. 2018, Eq. 4) or their sum (VSE0). ``images`` [I, D] and ``captions`` [M, D] are l2-normalised;
+    ``owner`` [M] is each caption's image row. Unlike :func:`per_item`, captions and images need not pair one to
+    one: an SCST batch has several sampled captions per image, and images (unlabeled ones) that own none."""
+    if images.dim() != 2 or captions.dim() != 2 or images.shape[1] != captions.shape[1]:
+        raise ValueError(f"image and caption embeddings must be [rows, dim] of one width, got {tuple(images.shape)} "
+                         f"and {tuple(captions.shape)}")
+    owner = torch.as_tensor(owner, dtype=torch.long, device=captions.device).reshape(-1, 1)
+    scores = captions @ images.t()  # [M, I]: caption k against image i
+    h = (margin + scores - scores.gather(1, owner)).clamp(min=0)
+    h = h.scatter(1, owner, 0.0)  # its own image is no negative
+    return h.max(1).values if hardest else h.sum(1)
+
+
 def text_to_image_hinge(img: torch.Tensor, txt: torch.Tensor, margin: float = 0.2) -> torch.Tensor:
     """[B]: caption i's hardest-negative hinge against the other images of its batch,
     ``max_{j != i} [m - s(c_i, v_i) + s(c_i, v_j)]_+`` (Liu et al. 2018, Eq. 4). Zero when caption i is closer to

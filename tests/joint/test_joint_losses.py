@@ -86,6 +86,22 @@ def test_the_text_to_image_hinge_rewards_the_caption_that_names_its_image():
     assert float(worst[1]) == pytest.approx(2 + MARGIN)  # the largest a hinge of cosines can be
 
 
+def test_caption_hinges_take_several_captions_per_image_and_images_without_captions():
+    img, txt = embeddings_with_scores(S)
+    # the square case is the text -> image column of the hand-worked batch, both reductions
+    for hardest, want in ((True, T2I_MAX), (False, T2I_SUM)):
+        got = hinges.caption_hinges(img, txt, torch.arange(3), MARGIN, hardest)
+        assert got.tolist() == pytest.approx(want)
+    # captions 1 and 2 both claim image 2 now, and image 0 owns none (an unlabeled image, only a negative):
+    # caption 1 against image 2 (s .35): i0 .2+.55-.35 = .40, i1 .2+.70-.35 = .55 -> max .55, sum .95
+    # caption 2 against image 2 (s .50): i0 .2+.45-.50 = .15, i1 .2+.60-.50 = .30 -> max .30, sum .45
+    owner = torch.tensor([2, 2])
+    assert hinges.caption_hinges(img, txt[1:], owner, MARGIN).tolist() == pytest.approx([0.55, 0.30])
+    assert hinges.caption_hinges(img, txt[1:], owner, MARGIN, hardest=False).tolist() == pytest.approx([0.95, 0.45])
+    with pytest.raises(ValueError, match="one width"):
+        hinges.caption_hinges(img, txt[:, :3], owner, MARGIN)
+
+
 def test_a_batch_of_one_has_no_negative():
     v = torch.nn.functional.normalize(torch.randn(1, 4), dim=1)
     assert float(VSEPlusPlus()(v, v)) == 0.0 and float(VSE0()(v, v)) == 0.0
