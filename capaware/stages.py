@@ -104,6 +104,8 @@ def stage1_tables(plan) -> list[str]:
 def scores_commands(plan) -> list[str]:
     runs = " ".join(shlex.quote(d) for d in plan.captioner_dirs())
     out = [f"{PY} -m eval.meteor_pending {runs}"] if runs and _later(plan) else []  # one METEOR for every run
+    joints = " ".join(f"--joint {shlex.quote(str(Path(c.out_dir) / 'best.pt'))}" for c in _joint_configs(plan))
+    out += [f"{PY} -m eval.self_retrieval {runs} {joints}"] if runs and joints else []  # Table 1's SR columns
     out += ([f"{PY} -m eval.reporting.results_table {runs} --out {shlex.quote(plan.captioning_dir())}"]
             if runs else [])
     for folder in dict.fromkeys(str(Path(d).parent) for d in plan.captioner_dirs("rl")):

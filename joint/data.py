@@ -90,17 +90,27 @@ def load_split(feats_h5: str | Path, labels_h5: str | Path, split: str, source: 
     if not feats_h5.is_file():
         raise CapawareError(feats_h5, "features file not found", "run the features stage, or set data.features")
     image_ids, captions = _labels_of(labels_h5, split)
-    rows, _ = _feature_rows(feats_h5, image_ids, split)
-    order = np.argsort(rows, kind="stable")  # h5py reads ascending rows; put them back in the labels' order
+    feats = features_of(feats_h5, image_ids, source, split)
+    owner = np.concatenate([np.full(len(c), i) for i, c in enumerate(captions)])
+    if any(len(c) == 0 for c in captions):
+        raise CapawareError(labels_h5, f"a {split} image without captions", "rerun the captioners' prepro")
+    return JointSplit(feats, torch.from_numpy(np.concatenate(captions)).long(), torch.from_numpy(owner).long(),
+                      image_ids)
+
+
+def features_of(feats_h5: str | Path, image_ids: np.ndarray, source: str = "fc", what: str = "") -> torch.Tensor:
+    """float32 features (``source``: fc or att) of ``image_ids``, in their order; an id without features (absent or
+    skipped) is one CapawareError line. ``what`` names the images in it (a split)."""
+    feats_h5 = Path(feats_h5)
+    if not feats_h5.is_file():
+        raise CapawareError(feats_h5, "features file not found", "run the features stage, or set data.features")
+    rows, _ = _feature_rows(feats_h5, np.asarray(image_ids), what)
+    order = np.argsort(rows, kind="stable")  # h5py reads ascending rows; put them back in the ids' order
     with h5py.File(feats_h5, "r") as f:
         block = f[source][np.sort(rows)]
     feats = np.empty_like(block)
     feats[order] = block
-    owner = np.concatenate([np.full(len(c), i) for i, c in enumerate(captions)])
-    if any(len(c) == 0 for c in captions):
-        raise CapawareError(labels_h5, f"a {split} image without captions", "rerun the captioners' prepro")
-    return JointSplit(torch.from_numpy(feats.astype(np.float32)), torch.from_numpy(np.concatenate(captions)).long(),
-                      torch.from_numpy(owner).long(), image_ids)
+    return torch.from_numpy(feats.astype(np.float32))
 
 
 def feature_width(feats_h5: str | Path, source: str = "fc") -> int:

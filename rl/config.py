@@ -114,6 +114,8 @@ def check_retrieval(r: RetrievalRewardConfig, c: ConfigChecks) -> None:
            "point it at the joint stage's best.pt, e.g. ${run_dir}/joint/${data.features}/best.pt")
     c.choice("retrieval.loss", r.loss, RETRIEVAL_LOSSES)
     c.need(r.margin >= 0, "retrieval.margin", f"{r.margin} is negative", "the paper's margin is 0.2")
+    c.need(not r.unlabeled, "retrieval.unlabeled", "unlabeled images are not read by the rl stage yet (issue #66: "
+           "the pool and its hard negatives are the next step)", "leave retrieval.unlabeled empty")
     c.need(r.unlabeled_ratio > 0, "retrieval.unlabeled_ratio", f"{r.unlabeled_ratio} is not positive",
            "e.g. 1.0 (one unlabeled image per labeled one), or retrieval.unlabeled='' for none")
     window = list(r.window)

@@ -30,6 +30,17 @@ BESIDE = (
 """What the captions do beyond the scores (captioners/discriminative.py, eval/grounding.py)."""
 
 
+TEXT_SIDE = (
+    Column("U", "unique captions", 2, "captions written for one test image only (Liu et al. 2018, Table 4)"),
+    Column("N", "novel captions", 2, "captions found in no training reference"),
+    Column("SR1", "self-retrieval R@1", 1,
+           "self-retrieval R@1 / 5 / 10 in percent: each test image's caption, as a query in the joint space of its "
+           "features, finds its own image among all test images within the first 1 / 5 / 10 (eval.self_retrieval; "
+           "chance R@1 = 100 / images)"),
+    Column("SR5", "self-retrieval R@5", 1, ""), Column("SR10", "self-retrieval R@10", 1, ""))
+"""What the text side adds (issue #66), shown when a row has a self-retrieval record (a joint stage ran)."""
+
+
 @dataclass(frozen=True)
 class Row:
     label: str
@@ -41,7 +52,8 @@ FEATURES = (Row("Img", "class-supervised backbone (ImageNet / class-pretrained)"
 """Feature rows in Table 1's order; the first is the baseline every paired difference is taken against."""
 BASELINE = FEATURES[0].label
 
-TRAINING = (Row("XE", "cross-entropy"), Row("RL", "self-critical fine-tuning"))
+TRAINING = (Row("XE", "cross-entropy"), Row("RL", "self-critical fine-tuning"),
+            Row("RL+SR", "self-critical with the self-retrieval reward (Liu et al. 2018; +SelfRet in its signature)"))
 
 SIGNATURE = ("SCST signature: EOS in the reward (Standard) or not (No<Eos>), baseline (average of the other "
              "samples or greedy) with samples per image, document-frequency corpus, XE weight, temperature "
@@ -49,17 +61,19 @@ SIGNATURE = ("SCST signature: EOS in the reward (Standard) or not (No<Eos>), bas
 
 
 def digits(key: str) -> int:
-    return next((c.digits for c in (*SCORES, *BESIDE) if c.key == key), 2)
+    return next((c.digits for c in (*SCORES, *BESIDE, *TEXT_SIDE) if c.key == key), 2)
 
 
 def order(rows: tuple[Row, ...]) -> list[str]:
     return [r.label for r in rows]
 
 
-def legend(scores: tuple[Column, ...] = SCORES, signature: bool = True) -> str:
-    """The legend under a captioning table: its scores, the feature and training rows, the columns beside."""
+def legend(scores: tuple[Column, ...] = SCORES, signature: bool = True, text_side: bool = False) -> str:
+    """The legend under a captioning table: its scores, the feature and training rows, the columns beside (and
+    the text side's, when the table shows them)."""
+    beside = (*BESIDE, *TEXT_SIDE) if text_side else BESIDE
     parts = [", ".join(f"{c.key} {c.legend}" for c in scores) + " (fractions, as in the paper).",
              "; ".join(f"{r.label}: {r.legend}" for r in FEATURES if r.legend) + ".",
              "; ".join(f"{r.label}: {r.legend}" for r in TRAINING) + ".",
-             "; ".join(f"{c.key}: {c.legend}" for c in BESIDE) + "."]
+             "; ".join(f"{c.key}: {c.legend}" for c in beside if c.legend) + "."]
     return " ".join(parts + ([SIGNATURE] if signature else []))

@@ -45,6 +45,7 @@ from feature_extract.row_labels import label_of
 
 COLUMNS = {c.key: c.name for c in columns.SCORES}
 BESIDE = {c.key: c.name for c in columns.BESIDE}
+TEXT_SIDE = {c.key: c.name for c in columns.TEXT_SIDE}
 ORDER = {"features": columns.order(columns.FEATURES), "training": columns.order(columns.TRAINING)}
 STAGE3_FIX = "score the run with scripts/stage3_captioners.sh (captioners.predict, then eval.score_captions)"
 
@@ -125,8 +126,13 @@ def read_row(metrics_file: Path) -> dict:
     row = {"model": display_name(core), "core": core, "features": label, "training": stage}
     row.update({col: _number(values.get(name)) for col, name in COLUMNS.items()})
     row.update(read_grounding(metrics_file, report.get("split")))
-    row["E"] = _number((report.get("discriminativeness") or {}).get("bad_endings"))
+    disc = report.get("discriminativeness") or {}
+    row.update(E=_number(disc.get("bad_endings")), U=_number(disc.get("unique_captions")),
+               N=_number(disc.get("novel_captions")))
+    row.update(read_self_retrieval(metrics_file, report.get("split")))
     row["signature"] = report.get("scst_signature") or meta.get("scst_signature")
+    if row["signature"] and "+SelfRet[" in row["signature"]:
+        row["training"] = "RL+SR"
     split = report.get("split")  # metrics files from before the format was recorded: the default format's
     row["caption_format"] = report.get("caption_format", DEFAULT_FORMAT if split else None)
     row.update({"split": split, "n_images": report.get("n_images"),
@@ -146,6 +152,22 @@ def read_grounding(metrics_file: Path, split) -> dict:
     g = _json(path, "grounding file (eval.grounding)")
     return {"G": _number(g.get("ratio_real_shuffled")), "D": _number(g.get("distinct_fraction_real")),
             "grounding_file": _shown(path)}
+
+
+def read_self_retrieval(metrics_file: Path, split) -> dict:
+    """SR1/SR5/SR10 of the row from eval.self_retrieval's file beside the metrics file (None when absent)."""
+    path = metrics_file.with_name(f"self_retrieval_{split}.json")
+    if not path.is_file():
+        return {"SR1": None, "SR5": None, "SR10": None, "self_retrieval_file": None}
+    sr = _json(path, "self-retrieval file (eval.self_retrieval)")
+    return {"SR1": _number(sr.get("r1")), "SR5": _number(sr.get("r5")), "SR10": _number(sr.get("r10")),
+            "self_retrieval_file": _shown(path)}
+
+
+def shown_columns(rows: list[dict]) -> list[str]:
+    """The columns after the scores: G, D, E, and the text side's when a row has a self-retrieval record."""
+    text_side = any(r.get("self_retrieval_file") for r in rows)
+    return [*BESIDE, *(TEXT_SIDE if text_side else ())]
 
 
 def _number(v) -> float | None:
@@ -207,25 +229,26 @@ def split_title(row: dict) -> str:
 
 def markdown(rows: list[dict], notes: list[str]) -> str:
     title = f"### Captioning, {' / '.join(sorted({split_title(r) for r in rows}))} (layout of Kim et al. 2019, Table 1)"
-    head = ["Model", "Features", "Training", *COLUMNS, *BESIDE, "Images", "Decoding", "SCST signature", "Metrics file"]
+    beside = shown_columns(rows)
+    head = ["Model", "Features", "Training", *COLUMNS, *beside, "Images", "Decoding", "SCST signature", "Metrics file"]
     lines = [title, "", "| " + " | ".join(head) + " |",
-             "|---|---|---|" + "---:|" * (len(COLUMNS) + len(BESIDE)) + "---:|---|---|---|"]
+             "|---|---|---|" + "---:|" * (len(COLUMNS) + len(beside)) + "---:|---|---|---|"]
     prev = (None, None)
     for r in rows:
         model = "" if r["model"] == prev[0] else r["model"]
         feats = "" if (r["model"], r["features"]) == prev else r["features"]
         prev = (r["model"], r["features"])
         signature = f"`{r['signature']}`" if r.get("signature") else "—"
-        cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *BESIDE]), str(r["n_images"]),
+        cells = [model, feats, r["training"], *(_cell(r, c) for c in [*COLUMNS, *beside]), str(r["n_images"]),
                  r["decoding"], signature, f"`{r['metrics_file']}`"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", columns.legend()]
+    lines += ["", columns.legend(text_side=len(beside) > len(BESIDE))]
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["model", "features", "training", *COLUMNS, *BESIDE, "n_images", "split", "decoding", "signature",
-              "metrics_file", "preds", "features_file", "backbone", "backbone_method", "config_hash"]
+CSV_FIELDS = ["model", "features", "training", *COLUMNS, *BESIDE, *TEXT_SIDE, "n_images", "split", "decoding",
+              "signature", "metrics_file", "preds", "features_file", "backbone", "backbone_method", "config_hash"]
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -233,7 +256,7 @@ def to_csv(rows: list[dict]) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in [*COLUMNS, *BESIDE]}})
+        w.writerow({**r, **{c: "n/a" if r[c] is None else repr(r[c]) for c in [*COLUMNS, *BESIDE, *TEXT_SIDE]}})
     return buf.getvalue()
 
 

@@ -33,6 +33,7 @@ CHECKS = {  # name: (what it says, test on (xe, scst))
     "distinct >= 80%": ("distinct captions at least 80% of XE's", lambda x, s: s["distinct"] >= 0.8 * x["distinct"]),
     "bad <= +2 pt": ("bad endings at most XE's + 2 points", lambda x, s: s["bad"] <= x["bad"] + 0.02),
 }
+SUFFIXES = ("_scst", "_sr")  # an SCST run's folder: <XE run>_scst, or <XE run>_sr with the self-retrieval reward
 BLEU_BAR = 0.85  # the demo's SCST health bar for BLEU-4, one seed per run: below the usual 90%, which one seed
 # on 200 templated test images can miss by chance (Top-Down/Cap 89.2% held to AVX2, docs/devices.md)
 
@@ -86,7 +87,8 @@ def health(row: dict) -> bool:
 
 def pairs_in(folder: str | Path) -> list[tuple[Path, Path]]:
     folder = Path(folder)
-    found = [(folder / p.name[:-len("_scst")], p) for p in sorted(folder.glob("*_scst")) if p.is_dir()]
+    found = [(folder / p.name[:-len(suffix)], p) for suffix in SUFFIXES for p in sorted(folder.glob(f"*{suffix}"))
+             if p.is_dir()]
     found = [(x, s) for x, s in found if x.is_dir()]
     if not found:
         raise CapawareError(folder, "holds no XE run with its SCST run (<name> and <name>_scst)",

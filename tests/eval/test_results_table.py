@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from capcore.errors import CapawareError, run_cli
-from eval.reporting.results_table import build_table, main
+from eval.reporting.results_table import build_table, main, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +102,27 @@ def test_rows_in_table1_order_labelled_from_the_feature_files(tmp_path, feats, m
     assert [(r["model"], r["features"], r["training"]) for r in rows] == [k[:3] for k in keys]
     assert rows[0]["S"] == "n/a" and float(rows[0]["C"]) == 1.03
     assert rows[0]["metrics_file"] == "runs/b/metrics_test.json"
+
+
+def test_self_retrieval_columns_appear_beside_unique_and_novel_when_a_run_has_them(tmp_path, feats):
+    plain = write_run(tmp_path / "xe", "att2all2", feats["img"], 1.0)
+    rows, notes = build_table([plain])
+    assert "SR1" not in markdown(rows, notes)  # no joint stage: no text-side columns
+    sr = write_run(tmp_path / "rl", "att2all2", feats["img"], 1.1, stage="rl")
+    metrics = json.loads((sr / "metrics_test.json").read_text())
+    metrics["discriminativeness"].update(unique_captions=0.75, novel_captions=0.5)
+    (sr / "metrics_test.json").write_text(json.dumps(metrics))
+    (sr / "self_retrieval_test.json").write_text(json.dumps({"r1": 22.0, "r5": 69.5, "r10": 86.0}))
+    rows, notes = build_table([plain, sr])
+    md = markdown(rows, notes)
+    head = next(line for line in md.splitlines() if line.startswith("| Model"))
+    cells = [c.strip() for c in head.strip("|").split("|")]
+    assert cells[cells.index("E") + 1:cells.index("E") + 6] == ["U", "N", "SR1", "SR5", "SR10"]
+    body = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()
+            if line.startswith("| ") and "---" not in line][1:]
+    at = cells.index("SR1")
+    assert body[0][at:at + 3] == ["n/a"] * 3 and body[1][at - 2:at + 3] == ["0.75", "0.50", "22.0", "69.5", "86.0"]
+    assert "self-retrieval R@1 / 5 / 10 in percent" in md
 
 
 def test_unavailable_custom_mixed_decoding_and_duplicates_are_noted(tmp_path, feats):

@@ -167,3 +167,6 @@ def test_config_refuses_a_retrieval_weight_without_a_model_and_a_bad_window():
     with pytest.raises(CapawareError, match="retrieval.window"):
         load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
                          ["retrieval.weight=1", "retrieval.model=x.pt", "retrieval.window=[5,2]"])
+    with pytest.raises(CapawareError, match="not read by the rl stage yet"):  # refused, never silently ignored
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
+                         ["retrieval.weight=1", "retrieval.model=x.pt", "retrieval.unlabeled=pool.h5"])
