@@ -52,9 +52,16 @@ class Plan:
         self.entries: dict[str, list[Entry]] = {s.name: [Entry.parse(e, r) for e in getattr(cfg, s.key)]
                                                 for s in table if s.key and not s.per_feature_set}
         self.feature_sets = feature_sets_of(cfg, [self._features(e).out for e in self.features])
-        sets = self.feature_sets  # the captioners' stages: each entry once per feature set
-        self.entries.update({s.name: [Entry.parse(e, r, (f"data.features={f}",)) for e in getattr(cfg, s.key)
-                                      for f in sets] for s in table if s.key and s.per_feature_set})
+        self.entries.update({s.name: [x for e in getattr(cfg, s.key) for x in self._per_set(e)]
+                             for s in table if s.key and s.per_feature_set})
+
+    def _per_set(self, text: str) -> list[Entry]:
+        """A captioners' stage entry: once per feature set, or once on the set it names itself (an override
+        ``data.features=img``: the demo's self-retrieval run, on one set)."""
+        entry = Entry.parse(text, self.run)
+        if any(o.startswith("data.features=") for o in entry.overrides):
+            return [entry]
+        return [Entry.parse(text, self.run, (f"data.features={f}",)) for f in self.feature_sets]
 
     def stage(self, name: str) -> Stage:
         return stage_of(name, self.table)

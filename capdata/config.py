@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from capcore.fingerprint import bookkeeping
+from capcore.fingerprint import added_later, bookkeeping
 
 
 @dataclass
@@ -20,6 +20,9 @@ class SynthConfig:
     n_val: Optional[int] = None  # caption sets: val images (None: n_train / 10). Each image is drawn from its own
     # generator seeded by its index, and the splits come in blocks (train, restval, val, test): more val or test
     # images never move the train images
+    # caption sets: images without captions in <root>/unlabeled/ (Liu et al.'s unlabeled pool; stage two reads the
+    # folder), from generators of their own: adding them moves no captioned image
+    n_unlabeled: int = added_later(default=0)
 
 
 @dataclass

@@ -99,6 +99,8 @@ def ensure_synthetic(data) -> None:
     if partial.exists():
         shutil.rmtree(partial)
     extra = {"n_val": s.n_val} if s.n_val is not None else {}  # caption sets only (the schema says)
+    if getattr(s, "n_unlabeled", 0):  # caption sets: images without captions
+        extra["n_unlabeled"] = s.n_unlabeled
     registry.imported(generator)(out=partial, n_train=s.n_train, n_test=s.n_test, seed=s.seed, size=s.size, **extra)
     os.replace(partial, root)
 

@@ -258,6 +258,10 @@ def check(cfg, c: ConfigChecks) -> None:
             c.need(data.track == "caption", f"{prefix}.synthetic.n_val", "only the caption generator has a val split "
                    "of its own", f"remove {prefix}.synthetic.n_val")
             c.at_least(f"{prefix}.synthetic.n_val", data.synthetic.n_val, 0)
+        if data.synthetic is not None and data.synthetic.n_unlabeled:
+            c.need(data.track == "caption", f"{prefix}.synthetic.n_unlabeled", "only the caption generator writes "
+                   "unlabeled images", f"remove {prefix}.synthetic.n_unlabeled")
+            c.at_least(f"{prefix}.synthetic.n_unlabeled", data.synthetic.n_unlabeled, 0)
         positive(f"{prefix}.input_size", data.input_size)
     choice("captions.space", cfg.captions.space, SPACES)
     if cfg.model.arch not in ARCHS:

@@ -108,14 +108,14 @@ def load_scst_config(path: str | Path | None, overrides: list[str] = ()) -> SCST
 
 def check_retrieval(r: RetrievalRewardConfig, c: ConfigChecks) -> None:
     c.need(r.weight >= 0, "retrieval.weight", f"{r.weight} is negative", "use 0 (off) or alpha > 0 (the paper: 1)")
+    c.need(r.weight > 0 or not r.unlabeled, "retrieval.unlabeled", "unlabeled images earn only the retrieval "
+           "reward, which retrieval.weight = 0 turns off", "set retrieval.weight > 0, or retrieval.unlabeled=''")
     if r.weight == 0:
         return
     c.need(bool(r.model), "retrieval.model", "empty while retrieval.weight > 0",
            "point it at the joint stage's best.pt, e.g. ${run_dir}/joint/${data.features}/best.pt")
     c.choice("retrieval.loss", r.loss, RETRIEVAL_LOSSES)
     c.need(r.margin >= 0, "retrieval.margin", f"{r.margin} is negative", "the paper's margin is 0.2")
-    c.need(not r.unlabeled, "retrieval.unlabeled", "unlabeled images are not read by the rl stage yet (issue #66: "
-           "the pool and its hard negatives are the next step)", "leave retrieval.unlabeled empty")
     c.need(r.unlabeled_ratio > 0, "retrieval.unlabeled_ratio", f"{r.unlabeled_ratio} is not positive",
            "e.g. 1.0 (one unlabeled image per labeled one), or retrieval.unlabeled='' for none")
     window = list(r.window)

@@ -50,6 +50,7 @@ from rl.config import SCSTConfig, load_scst_config
 from rl.rewards import Captions, Reward, RewardInputs, StepImages
 from rl.scst_loss import baseline, greedy_captions, sample_captions, scst_loss
 from rl.signature import references_sha256, signature_of
+from rl.unlabeled import UnlabeledPool, load_pool, with_unlabeled
 
 __all__ = ["train", "StopRequested"]  # the simulated kill, for the tests that catch it
 
@@ -112,17 +113,20 @@ def eligible(h: dict, start: dict, t) -> bool:
 
 
 def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Reward, seen: list[str],
-                max_len: int, device: torch.device, dtype, refs: dict[int, list[str]]) -> Recipe:
-    """The SCST step: baseline (greedy caption in eval mode, or the mean of the other samples) ->
-    ``samples_per_image`` multinomial samples per image with their log-probabilities -> CIDEr-D rewards
-    (rl/cider.py, training-set document frequencies) -> loss -(r - b) log p (+ ``xe_weight`` x XE)."""
+                max_len: int, device: torch.device, dtype, refs: dict[int, list[str]],
+                pool: UnlabeledPool | None = None) -> Recipe:
+    """The SCST step: unlabeled images join the batch (``pool``, rl/unlabeled.py) -> baseline (greedy caption in
+    eval mode, or the mean of the other samples) -> ``samples_per_image`` multinomial samples per image with their
+    log-probabilities -> rewards (rl/rewards.py: CIDEr-D with training-set document frequencies, and the terms the
+    config adds) -> loss -(r - b) log p (+ ``xe_weight`` x XE on the labeled images' references)."""
     t, n = cfg.train, cfg.train.samples_per_image
     sampler = torch.Generator(device=device).manual_seed(cfg.seed)
 
     def step(batch: dict, ctx: StepContext) -> StepResult:
         fc, att = on_device(batch, device)
-        label_ix = train_set.label_ix[batch["index"].numpy()]
-        B = len(label_ix)
+        labeled = train_set.label_ix[batch["index"].numpy()]
+        fc, att, label_ix = with_unlabeled(pool, fc, att, labeled, train_set.labels, device)
+        B = len(label_ix)  # labeled images first, then the pool's
         positions, global_images, real = global_share(ctx, B)
         model.train(t.sample_dropout)
         with autocast(device, dtype):
@@ -145,7 +149,7 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Rewar
         if t.xe_weight > 0:  # mixed objective: keep the references' likelihood while chasing the reward
             seq = batch["labels"].to(device)
             with autocast(device, dtype):
-                logp = model(fc, att, seq)
+                logp = model(fc[:len(labeled)], att[:len(labeled)], seq)
             words = seq.view(-1, seq.size(-1))
             xe = xe_loss(logp.float(), words)
             if ctx.world > 1:  # as in XE under torchrun: this share's word sum over the global word count
@@ -161,7 +165,7 @@ def scst_recipe(cfg: SCSTConfig, model, train_set: CaptionDataset, reward: Rewar
     return Recipe("scst", step, stat_names, "scst",
                   validate_first=True, describe_val=partial(describe_val, seen=seen, refs=refs), summary=scst_summary,
                   eligible=partial(eligible, t=t) if t.keep_distinct > 0 or t.keep_bleu4 > 0 else None,
-                  rngs={"sample_rng": sampler},
+                  rngs={"sample_rng": sampler, **({"unlabeled_rng": pool.generator} if pool else {})},
                   other_start=" or another XE checkpoint", ddp=False)
 
 
@@ -200,8 +204,13 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
                          config=OmegaConf.to_yaml(cfg, resolve=True), config_hash=config_hash(cfg), stage="rl",
                          precision=precision, fingerprint=fingerprint, att_grid=list(xe_card.att_grid),
                          init=str(Path(cfg.init).resolve()), init_sha256=init_sha, scst_signature=signature)
+    joint = getattr(reward.terms.get("self_retrieval"), "model", None)
+    pool = load_pool(cfg.retrieval, train_set.info, joint, device, cfg.seed)
+    if pool is not None and distributed.world_size() > 1:
+        raise CapawareError("retrieval.unlabeled", "unlabeled images are not shared out under torchrun yet",
+                            "train self-retrieval SCST with unlabeled images on one process")
     recipe = scst_recipe(cfg, model, train_set, reward, seen, cfg.train.max_length or labels.max_length, device, dtype,
-                         refs)
+                         refs, pool)
     if cfg.train.init_optimizer:
         if "optimizer" not in xe:
             raise CapawareError(cfg.init, "this XE checkpoint holds no optimizer state",

@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-test", type=int, default=None,
                         help="test images [poses, rooms: 500; captions: n_train / 10]")
     parser.add_argument("--n-val", type=int, default=None, help="captions only: val images [n_train / 10]")
+    parser.add_argument("--n-unlabeled", type=int, default=0,
+                        help="captions only: images without captions, in OUT/unlabeled/ [0]")
     parser.add_argument("--seed", type=int, default=0, help="same seed, same bytes [0]")
     parser.add_argument("--size", type=int, default=None, help="image side in pixels [poses, rooms: 64; captions: 128]")
     args = parser.parse_args(argv)
@@ -30,10 +32,11 @@ def main(argv: list[str] | None = None) -> None:
     size = DEFAULT_SIZE[args.kind] if args.size is None else args.size
     n_test = DEFAULT_TEST[args.kind] if args.n_test is None else args.n_test
     if args.kind == "captions":
-        path = generate_captions(args.out, args.n_train, n_test, args.seed, size, n_val=args.n_val)
+        path = generate_captions(args.out, args.n_train, n_test, args.seed, size, n_val=args.n_val,
+                                 n_unlabeled=args.n_unlabeled)
     else:
-        if args.n_val is not None:
-            parser.error("--n-val applies to captions only")
+        if args.n_val is not None or args.n_unlabeled:
+            parser.error("--n-val and --n-unlabeled apply to captions only")
         gen = generate_poses if args.kind == "poses" else generate_rooms
         path = gen(args.out, args.n_train, n_test, args.seed, size)
     print(f"wrote {args.kind} dataset: {path}")

@@ -16,7 +16,7 @@ from PIL import Image
 from capcore.atomic import atomic_path
 from capcore.errors import CapawareError
 
-KIND_IDS = {"poses": 1, "rooms": 2, "captions": 3}
+KIND_IDS = {"poses": 1, "rooms": 2, "captions": 3, "unlabeled": 4}  # unlabeled: caption-world scenes without captions
 SUPERSAMPLE = 2
 """Images are drawn at this multiple of the output size and box-filtered down: cheap anti-aliasing."""
 

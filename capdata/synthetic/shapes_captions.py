@@ -361,16 +361,32 @@ def split_sizes(n_train: int, n_val: int | None, n_test: int | None) -> dict[str
     return {"train": n_train - restval, "restval": restval, "val": n_val, "test": n_test}
 
 
+UNLABELED_DIR = "unlabeled"
+UNLABELED_FIRST_ID = 200000  # the unlabeled images' ids, from their file names (images.folder reads them so)
+
+
+def generate_unlabeled(out: Path, n: int, seed: int, size: int) -> None:
+    """``n`` images without captions, drawn from the same world as the captioned ones (scenes from generators
+    seeded apart from theirs), as ``unlabeled/<id>.png``: Liu et al.'s unlabeled pool, which stage two reads
+    through ``images.folder`` as it would read COCO's ``unlabeled2017``."""
+    for i in tqdm(range(n), desc="unlabeled", unit="img"):
+        rng = item_rng(seed, "unlabeled", i)
+        scene = sample_scene(rng, size)
+        save_image(render_scene(rng, scene, size), out / UNLABELED_DIR / f"{UNLABELED_FIRST_ID + i}.png")
+
+
 def generate_captions(out: str | Path, n_train: int = 2000, n_test: int | None = None, seed: int = 0,
-                      size: int = 128, n_val: int | None = None) -> Path:
+                      size: int = 128, n_val: int | None = None, n_unlabeled: int = 0) -> Path:
     """Write the shapes images, ``vectors.txt`` (``word_vectors.py``) and ``dataset_coco.json``;
     returns the json's path.
 
-    ``n_train`` counts train + restval images; ``n_val`` / ``n_test`` default to n_train / 10.
+    ``n_train`` counts train + restval images; ``n_val`` / ``n_test`` default to n_train / 10; ``n_unlabeled``
+    images without captions go to ``unlabeled/`` (none by default).
     """
     out = Path(out)
     check_args("generate_captions", seed=seed, size=size, min_size=32, n_train=n_train, n_val=n_val,
-               n_test=n_test)
+               n_test=n_test, n_unlabeled=n_unlabeled)
+    generate_unlabeled(out, n_unlabeled, seed, size)
     splits = [name for name, k in split_sizes(n_train, n_val, n_test).items() for _ in range(k)]
     images = []
     for i in tqdm(range(len(splits)), desc="captions", unit="img"):

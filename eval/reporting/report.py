@@ -31,6 +31,7 @@ from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import RunDir
 from embedder.retrieval_report import BOUNDS, TABLE_K, plot_curves
 from eval.reporting.caption_sections import section_attention, section_examples, section_table1
+from eval.reporting.self_retrieval_section import section_self_retrieval
 from eval.reporting.html import Cell, Section, anchor, code, esc, figure, page, table
 from eval.reporting.inputs import (
     TRACKS,
@@ -359,7 +360,8 @@ def build(ctx: Context) -> list[Section]:
     captioning = load_captioning(ctx.run)
     sections = [section_table1(ctx, captioning), section_retrieval_tables(ctx, studies), section_curves(ctx, studies),
                 section_grids(ctx, studies), section_sweep(ctx, studies), section_tsne(ctx, studies),
-                section_examples(ctx, captioning), section_attention(ctx, captioning)]
+                section_examples(ctx, captioning), section_attention(ctx, captioning),
+                section_self_retrieval(ctx, captioning)]
     for problem in problems:
         sections[1].note_missing(problem, "rerun embedder.retrieval_report for that study")
     return sections

@@ -126,3 +126,19 @@ def test_the_joint_entry_gives_its_commands_outputs_and_tables_per_feature_set(t
     no_joint = Plan(load_pipeline(str(TINY), run), tuple(s for s in TABLE if s.name != "joint"))
     for name in ("data", "stage1", "features", "captioners", "rl", "scores", "report"):
         assert bare.fingerprint(name) == no_joint.fingerprint(name)
+
+
+def test_an_entry_that_names_its_feature_set_runs_on_that_set_alone(tmp_path):
+    """A captioners' stage entry runs once per feature set, unless it names one itself (``data.features=img``:
+    the demo's self-retrieval run): then once, on that set, its override as written."""
+    from tests.pipeline_helpers import tiny_config
+
+    run = str(tmp_path / "run")
+    path = tiny_config(tmp_path, joint=["configs/demo/demo_joint.yaml train.epochs=1",
+                                        "configs/demo/demo_joint.yaml train.epochs=2 data.features=cap"])
+    plan = Plan(load_pipeline(str(path), run))
+    sets = plan.feature_sets
+    assert len(sets) >= 2 and "cap" in sets
+    assert plan.commands("joint") == [f"python -m capaware.stage joint configs/demo/demo_joint.yaml run_dir={run} "
+                                      f"data.features={f} train.epochs=1" for f in sets] + [
+        f"python -m capaware.stage joint configs/demo/demo_joint.yaml run_dir={run} train.epochs=2 data.features=cap"]

@@ -45,7 +45,8 @@ def test_meteor_at_scores_defers_every_runs_meteor_to_one_command_of_the_scores_
         assert all(c.startswith("CAPAWARE_METEOR=${CAPAWARE_METEOR:-later} python -m capaware.stage ")
                    for c in plan.commands(stage))
     scores = plan.commands("scores")
-    assert scores[0].startswith("python -m eval.meteor_pending ") and "eval.reporting.results_table" in scores[1]
+    assert scores[0].startswith("python -m eval.meteor_pending ") and "eval.reporting.results_table" in scores[2]
+    assert scores[1].startswith("python -m eval.self_retrieval ")  # Table 1's SR columns (the demo has joint spaces)
     assert all(d in scores[0] for d in plan.captioner_dirs())  # XE and SCST runs alike
     per_run = yaml.safe_load(demo.read_text()) | {"meteor": "per_run"}
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(per_run))

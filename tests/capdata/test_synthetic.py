@@ -395,3 +395,23 @@ def test_attribute_embedding_of_the_label_ceiling_probe(made):
             same = ({g: set(attrs[i][g]) for g in ("shape", "colour")}
                     == {g: set(attrs[j][g]) for g in ("shape", "colour")})
             assert np.array_equal(x[i], x[j]) == same
+
+
+def test_unlabeled_images_come_from_the_same_world_and_move_no_captioned_image(tmp_path):
+    """The unlabeled pool of self-retrieval SCST (issue #66): images without captions in unlabeled/, ids from their
+    names (as stage two's images.folder reads them), scenes of their own generators: the captioned set is the same
+    file for file with or without them, and stage two can read the folder."""
+    plain = C.generate_captions(tmp_path / "plain", n_train=6, n_test=2, seed=4, size=32)
+    pooled = C.generate_captions(tmp_path / "pooled", n_train=6, n_test=2, seed=4, size=32, n_unlabeled=3)
+    assert plain.read_bytes() == pooled.read_bytes()
+    for image in sorted((tmp_path / "plain" / "images").iterdir()):
+        assert image.read_bytes() == (tmp_path / "pooled" / "images" / image.name).read_bytes()
+    names = sorted(p.name for p in (tmp_path / "pooled" / "unlabeled").iterdir())
+    assert names == ["200000.png", "200001.png", "200002.png"] and not (tmp_path / "plain" / "unlabeled").exists()
+    pixels = [np.asarray(Image.open(tmp_path / "pooled" / "unlabeled" / n)) for n in names]
+    assert pixels[0].shape == (32, 32, 3) and not np.array_equal(pixels[0], pixels[1])
+    captioned = [np.asarray(Image.open(p)) for p in sorted((tmp_path / "pooled" / "images").iterdir())]
+    assert not any(np.array_equal(u, c) for u in pixels for c in captioned)  # new scenes, not copies
+    from feature_extract.sources import folder_ids
+
+    assert folder_ids(sorted((tmp_path / "pooled" / "unlabeled").iterdir())).tolist() == [200000, 200001, 200002]

@@ -241,7 +241,9 @@ def test_missing_inputs_are_notes_not_broken_images(report):
     attention = html.split('<section id="8-')[1].split("</section>")[0]
     att2all2 = attention.split("<h3>Att2all2 / Img / XE</h3>")[1].split("<h3>")[0]
     assert 'class="missing"' in att2all2 and "<img" not in att2all2
-    assert html.count('class="missing"') == 3
+    assert html.count('class="missing"') == 4  # the three above, and section 9's: this run has no text side
+    text_side = html.split('<section id="9-')[1].split("</section>")[0]
+    assert text_side.count('class="missing"') == 1 and "results/joint/" in text_side
 
 
 def test_tsne_keeps_the_label_structure_of_the_log_ratio_embedding(report):

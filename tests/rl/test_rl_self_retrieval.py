@@ -122,20 +122,24 @@ def sr_overrides(xe_run, joint_model, out: Path, *extra: str) -> list[str]:
     return rl_overrides(xe_run, out, "retrieval.weight=1", f"retrieval.model={joint_model}", *extra)
 
 
-def test_a_self_retrieval_run_signs_its_reward_and_resumes_after_a_kill(xe_run, joint_model, tmp_path):
+def test_a_self_retrieval_run_with_unlabeled_hard_negatives_signs_and_resumes_after_a_kill(xe_run, joint_model,
+                                                                                           tmp_path):
     from capcore.checkpoint import file_sha256
     from rl.scst import StopRequested, train
     from tests.captioners.test_captioners_train import assert_same_checkpoints
 
     cfg_path = ROOT / "configs/demo/demo_att2all2_scst.yaml"
-    train(load_scst_config(cfg_path, sr_overrides(xe_run, joint_model, tmp_path / "full")), progress=False)
+    _, data, _ = xe_run
+    feats = next(d.split("=", 1)[1] for d in data if d.startswith("data.features="))
+    pool = ["retrieval.unlabeled=" + feats, "retrieval.window=[1,4]"]  # any features file serves as a pool
+    train(load_scst_config(cfg_path, sr_overrides(xe_run, joint_model, tmp_path / "full", *pool)), progress=False)
     ckpt = torch.load(tmp_path / "full" / "best.pt", weights_only=True)
     sig = SCSTSignature.parse(ckpt["scst_signature"])
-    assert sig.retrieval == f"a1,vse_pp,m0.2,j{file_sha256(joint_model)[:8]}"
+    assert sig.retrieval == f"a1,vse_pp,m0.2,j{file_sha256(joint_model)[:8]}" and sig.unlabeled == "r1,w1-4"
     history = json.loads((tmp_path / "full" / "history.json").read_text())
     assert history[-1].get("reward_self_retrieval") is not None and history[-1]["reward_self_retrieval"] <= 0
 
-    killed = sr_overrides(xe_run, joint_model, tmp_path / "killed")
+    killed = sr_overrides(xe_run, joint_model, tmp_path / "killed", *pool)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "rl.scst", "--config", str(cfg_path), *killed,
                            "train.stop_after_steps=3"], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -167,6 +171,26 @@ def test_config_refuses_a_retrieval_weight_without_a_model_and_a_bad_window():
     with pytest.raises(CapawareError, match="retrieval.window"):
         load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
                          ["retrieval.weight=1", "retrieval.model=x.pt", "retrieval.window=[5,2]"])
-    with pytest.raises(CapawareError, match="not read by the rl stage yet"):  # refused, never silently ignored
-        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml",
-                         ["retrieval.weight=1", "retrieval.model=x.pt", "retrieval.unlabeled=pool.h5"])
+    with pytest.raises(CapawareError, match="which retrieval.weight = 0 turns off"):  # never silently ignored
+        load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", ["retrieval.unlabeled=pool.h5"])
+
+
+def test_the_hard_negative_window_draws_only_from_its_ranks():
+    from rl.unlabeled import window_picks
+
+    g = torch.Generator().manual_seed(0)
+    pool = nn.functional.normalize(torch.randn(50, 8, generator=g), dim=1)
+    queries = nn.functional.normalize(torch.randn(12, 8, generator=g), dim=1)
+    for lo, hi in ((0, 1), (5, 20), (40, 60)):
+        taken = set()
+        picks = window_picks(queries, pool, lo, hi, g, taken)
+        assert len(set(picks)) == len(picks) == 12 and taken == set(picks)  # no image twice in a batch
+        ranks = np.argsort(-(queries @ pool.t()).numpy(), axis=1, kind="stable")
+        where = [int(np.flatnonzero(ranks[i] == p)[0]) for i, p in enumerate(picks)]
+        if hi - lo >= 12:  # room for every query in the window: each pick lies in it
+            assert all(lo <= w < min(hi, 50) for w in where), (lo, hi, where)
+        else:  # a window of one: the first query gets it, the others the nearest free ranks after it
+            assert where[0] == lo and all(w >= lo for w in where)
+    seen = {p for _ in range(20) for p in window_picks(queries[:1], pool, 5, 20, g)}
+    order = np.argsort(-(queries[:1] @ pool.t()).numpy()[0], kind="stable")
+    assert seen <= set(order[5:20].tolist()) and len(seen) > 5  # drawn across the window, never outside it
