@@ -61,7 +61,7 @@ def ours(a):
         value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
         opt.step()
-        return float(value)
+        return float(value.detach())
     return model, step
 
 
@@ -81,7 +81,7 @@ def theirs(a, vsepp):
         value.backward()
         torch.nn.utils.clip_grad_norm_(params, 2.0)
         opt.step()
-        return float(value)
+        return float(value.detach())
     return (img_enc, txt_enc), step
 
 

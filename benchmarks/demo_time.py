@@ -17,9 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capaware.stages import names  # noqa: E402
 from capcore.stopwatch import parse_line  # noqa: E402
 
-STAGES = ("data", "stage1", "features", "captioners", "rl", "scores", "report")
+STAGES = names()  # the pipeline's stage table, joint included
 DONE = re.compile(r"^\[(?P<stage>\w+)\] done in (?P<s>\d+) s$")
 BAR = re.compile(r"^(?P<desc>[^:|]+):\s+\d+%\|.*\| \d+/(?P<total>\d+) \[(?:(?P<h>\d+):)?(?P<m>\d+):(?P<sec>\d+)<")
 

@@ -25,7 +25,7 @@ from capcore.errors import CapawareError, run_cli
 from capcore.run_layout import CaptionerDir
 from eval.caption_refs import load_preds
 from joint.data import features_of
-from joint.loading import load_joint
+from joint.loading import load_joint, weights_sha256
 from joint.self_retrieval import caption_ids, self_retrieval
 
 
@@ -47,7 +47,7 @@ def score_run(run: Path, joints: dict[str, tuple], split: str = "test") -> dict 
     per_image = [{"image_id": int(i), "rank": int(r), "retrieved": int(image_ids[t])}
                  for i, r, t in zip(image_ids, result.ranks, result.retrieved)]
     return {**result.as_dict(), "n_images": len(image_ids), "split": split, "joint": str(joint_path),
-            "joint_sha256": file_sha256(joint_path), "features": features,
+            "joint_sha256": weights_sha256(joint_path), "features": features,
             "preds_sha256": file_sha256(d.preds(split)), "per_image": per_image}
 
 

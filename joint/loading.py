@@ -6,6 +6,8 @@ it fixed while the captioner learns from its reward (§3.2), so every parameter 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import torch
@@ -32,3 +34,16 @@ def load_joint(path: str | Path, device: torch.device | str = "cpu") -> tuple[Jo
     model.load_state_dict(ckpt["model"])
     model.to(device).eval().requires_grad_(False)
     return model, card
+
+
+def weights_sha256(path: str | Path) -> str:
+    """sha256 of what a joint model computes: its arguments and every weight (names, shapes, dtypes, values), not
+    of the file, whose card records where its features lay: two copies of one model in two run folders hash alike
+    (the SCST signature and fingerprint name a joint model by this)."""
+    ckpt = load_checkpoint(path)
+    h = hashlib.sha256(json.dumps(ckpt.get("model_args"), sort_keys=True).encode())
+    for name, tensor in sorted(ckpt["model"].items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()

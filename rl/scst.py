@@ -45,6 +45,7 @@ from captioners.prepro import decode_sequence, ensure_prepro, read_labels, read_
 from captioners.speed import apply_compile
 from captioners.loop import Recipe, StepContext, StepResult, StopRequested, fit, training_main
 from captioners.validation import corpus_bleu4, validation_refs
+from joint.loading import weights_sha256
 from rl.cider import load_or_build_doc_freq
 from rl.config import SCSTConfig, load_scst_config
 from rl.rewards import Captions, Reward, RewardInputs, StepImages
@@ -195,7 +196,7 @@ def train(cfg: SCSTConfig, progress: bool = True) -> Path:
     seen = [decode_sequence(vocab, s) for i in np.flatnonzero(labels.splits == "train") for s in labels.captions_of(i)]
     reward = Reward.of(RewardInputs(cfg, labels, doc_freq, feats, vocab_path, len(vocab) - 1, train_set.info.fc_dim,
                                     device))
-    joint_sha = file_sha256(cfg.retrieval.model) if cfg.retrieval.weight > 0 else None  # read once it loaded
+    joint_sha = weights_sha256(cfg.retrieval.model) if cfg.retrieval.weight > 0 else None  # read once it loaded
     fingerprint = run_fingerprint(cfg, {"init_sha256": init_sha} if joint_sha is None else
                                   {"init_sha256": init_sha, "joint_sha256": joint_sha})
     signature = str(signature_of(cfg, references_sha256(labels), joint_sha))

@@ -124,7 +124,7 @@ def sr_overrides(xe_run, joint_model, out: Path, *extra: str) -> list[str]:
 
 def test_a_self_retrieval_run_with_unlabeled_hard_negatives_signs_and_resumes_after_a_kill(xe_run, joint_model,
                                                                                            tmp_path):
-    from capcore.checkpoint import file_sha256
+    from joint.loading import weights_sha256
     from rl.scst import StopRequested, train
     from tests.captioners.test_captioners_train import assert_same_checkpoints
 
@@ -135,7 +135,7 @@ def test_a_self_retrieval_run_with_unlabeled_hard_negatives_signs_and_resumes_af
     train(load_scst_config(cfg_path, sr_overrides(xe_run, joint_model, tmp_path / "full", *pool)), progress=False)
     ckpt = torch.load(tmp_path / "full" / "best.pt", weights_only=True)
     sig = SCSTSignature.parse(ckpt["scst_signature"])
-    assert sig.retrieval == f"a1,vse_pp,m0.2,j{file_sha256(joint_model)[:8]}" and sig.unlabeled == "r1,w1-4"
+    assert sig.retrieval == f"a1,vse_pp,m0.2,j{weights_sha256(joint_model)[:8]}" and sig.unlabeled == "r1,w1-4"
     history = json.loads((tmp_path / "full" / "history.json").read_text())
     assert history[-1].get("reward_self_retrieval") is not None and history[-1]["reward_self_retrieval"] <= 0
 
@@ -194,3 +194,16 @@ def test_the_hard_negative_window_draws_only_from_its_ranks():
     seen = {p for _ in range(20) for p in window_picks(queries[:1], pool, 5, 20, g)}
     order = np.argsort(-(queries[:1] @ pool.t()).numpy()[0], kind="stable")
     assert seen <= set(order[5:20].tolist()) and len(seen) > 5  # drawn across the window, never outside it
+
+
+def test_the_joint_models_hash_follows_its_weights_not_where_its_files_lay(joint_model, tmp_path):
+    from joint.loading import weights_sha256
+
+    ckpt = torch.load(joint_model, weights_only=True)
+    moved = dict(ckpt, features="/elsewhere/img.h5", labels="/elsewhere/labels.h5")  # a copied run's card
+    torch.save(moved, tmp_path / "moved.pt")
+    assert weights_sha256(tmp_path / "moved.pt") == weights_sha256(joint_model)
+    first = next(iter(ckpt["model"]))
+    changed = dict(ckpt, model={**ckpt["model"], first: ckpt["model"][first] + 1e-3})
+    torch.save(changed, tmp_path / "changed.pt")
+    assert weights_sha256(tmp_path / "changed.pt") != weights_sha256(joint_model)
