@@ -16,9 +16,9 @@ frequencies of that split of the reference captions whose sha256 (:func:`referen
 so; ``+Bleu-4[w0.5]`` (only when ``reward.bleu4_weight`` > 0) = 0.5 x sentence BLEU-4 added to the
 reward; ``+SelfRet[a1,vse_pp,m0.2,j<8 hex>]`` (only when ``retrieval.weight`` > 0) = alpha x minus the self-retrieval
 hinge (Liu et al. 2018; rl/rewards.py), its loss, margin and the first hex digits of the joint model's weights'
-sha256 (joint.loading.weights_sha256), followed by ``+Unl[r1,w10-100]`` when unlabeled images join each batch (ratio, hard-negative rank window; ``w0-0``:
-uniform draws). It is written on every SCST run's checkpoint, manifest and metrics file, and printed by
-eval.score_captions and in Table 1.
+sha256 (joint.loading.weights_sha256), followed by ``+Unl[r1,w10-100]`` when unlabeled images join each batch
+(ratio, hard-negative rank window; ``w0-0``: uniform draws). It is written on every SCST run's checkpoint,
+manifest and metrics file, and printed by eval.score_captions and in Table 1.
 """
 from __future__ import annotations
 
