@@ -166,7 +166,7 @@ def default_spice_cache() -> Path:
     return Path.home() / ".cache" / "capaware" / "spice"
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser_of() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preds", required=True, help="COCO results JSON [{image_id, caption}]")
     parser.add_argument("--refs", required=True, help="Karpathy dataset_*.json or COCO captions_*.json")
@@ -184,10 +184,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corenlp-dir", default=None, help="folder with the CoreNLP 3.6.0 jars SPICE needs")
     parser.add_argument("--spice-cache", default=str(default_spice_cache()), help="SPICE's parse cache folder")
     parser.add_argument("--spice-no-cache", action="store_true", help="run SPICE without its LMDB cache")
+    parser.add_argument("--joint", default=None, help="a joint stage's best.pt: adds the captions' self-retrieval "
+                        "R@1/5/10 among their images (eval.self_retrieval), the features from the predictions' meta")
     parser.add_argument("--tokenizer", default=os.environ.get("CAPAWARE_TOKENIZER", "ptb"), choices=("ptb", "simple"),
                         help="ptb (Java, as the COCO server; default) or simple (no Java; not comparable); "
                              "the default can come from $CAPAWARE_TOKENIZER (a machine without Java)")
-    a = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parser_of().parse_args(argv)
 
     preds = load_preds(a.preds)
     found = read_references(a.refs, a.split, a.format)
@@ -211,6 +217,8 @@ def main(argv: list[str] | None = None) -> None:
               "config_hash": meta.get("config_hash"), "scst_signature": meta.get("scst_signature"),
               "tokenizer": s.tokenizer, "command": command}
     report["discriminativeness"] = metrics_section(preds, a.refs, a.format)
+    if a.joint:
+        report["self_retrieval"] = self_retrieval_section(preds, meta, a.joint, a.preds, split or a.split)
     out = Path(a.out) if a.out else Path(a.preds).with_name(Path(a.preds).stem + ".metrics.json")
     write_text(out, json.dumps(report, indent=1, allow_nan=False))
     if a.per_image:
@@ -225,7 +233,29 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  note: {note}")
     if meta.get("scst_signature"):
         print(f"  SCST signature: {meta['scst_signature']}")
+    if "self_retrieval" in report:
+        sr = report["self_retrieval"]
+        print(f"  self-retrieval: R@1 {sr['r1']:.1f}, R@5 {sr['r5']:.1f}, R@10 {sr['r10']:.1f} (chance R@1 "
+              f"{sr['chance_r1']:.1f}, {sr['n_images']} images)")
     print(f"  -> {out}")
+
+
+def self_retrieval_section(preds: dict[int, str], meta: dict, joint: str, preds_path: str, split: str) -> dict:
+    """``--joint``: the captions' self-retrieval in that joint space, its features the file the predictions' meta
+    names (refused in one line when the joint model was trained on another)."""
+    from eval.self_retrieval import matching_joint, score_preds
+    from joint.loading import load_joint, weights_sha256
+
+    if not meta.get("features"):
+        raise CapawareError(preds_path, "no .meta.json naming the features of these captions",
+                            "decode with python -m captioners.predict (it writes the meta)")
+    features = str(Path(meta["features"]).resolve())
+    model, card = load_joint(joint)
+    if matching_joint(features, {str(Path(card.features).resolve()): ((model, card), joint)}) is None:
+        raise CapawareError(joint, f"trained on {card.features}, not on these captions' features {features}",
+                            "pass the joint model trained on the same features file")
+    record = score_preds(preds, features, model, card, split)
+    return {**record, "joint": str(Path(joint).resolve()), "joint_sha256": weights_sha256(joint)}
 
 
 def _finite(v: float) -> float | None:

@@ -40,15 +40,20 @@ def score_run(run: Path, joints: dict[str, tuple], split: str = "test") -> dict 
     if found is None:
         return None
     (model, card), joint_path = found
-    preds = load_preds(d.preds(split))
+    record = score_preds(load_preds(d.preds(split)), features, model, card, split)
+    return {**record, "joint": str(joint_path), "joint_sha256": weights_sha256(joint_path),
+            "preds_sha256": file_sha256(d.preds(split))}
+
+
+def score_preds(preds: dict[int, str], features: str | Path, model, card, split: str = "test") -> dict:
+    """Self-retrieval of these captions (one per image) among their images, in a loaded joint space."""
     image_ids = sorted(preds)
     feats = features_of(features, image_ids, card.model_args["source"], split)
     result = self_retrieval(model, feats, caption_ids([preds[i] for i in image_ids], card.vocab))
     per_image = [{"image_id": int(i), "rank": int(r), "retrieved": int(image_ids[t])}
                  for i, r, t in zip(image_ids, result.ranks, result.retrieved)]
-    return {**result.as_dict(), "n_images": len(image_ids), "split": split, "joint": str(joint_path),
-            "joint_sha256": weights_sha256(joint_path), "features": features,
-            "preds_sha256": file_sha256(d.preds(split)), "per_image": per_image}
+    return {**result.as_dict(), "n_images": len(image_ids), "split": split, "features": str(features),
+            "per_image": per_image}
 
 
 def matching_joint(features: str, joints: dict[str, tuple]) -> tuple | None:

@@ -75,3 +75,26 @@ def test_the_command_scores_each_run_in_the_space_of_its_own_features(world, tmp
     assert [r["image_id"] for r in record["per_image"]] == sorted(truth)
     assert record["r1"] == pytest.approx(100 * np.mean(ranks == 0)) and record["n_images"] == len(test)
     assert record["r1"] > 4 * record["chance_r1"]  # a reference caption finds its own image in a trained space
+
+
+def test_capaware_score_adds_self_retrieval_and_refuses_a_joint_model_of_other_features(world, tmp_path):
+    """eval.score_captions --joint (capaware score): the same record as eval.self_retrieval's, its features read from
+    the predictions' meta; a joint model trained on another features file is one line naming both."""
+    from eval.score_captions import self_retrieval_section
+    from eval.self_retrieval import score_run
+
+    root, best = world
+    with h5py.File(root / "captions" / "labels.h5") as f:
+        split, image_ids = f["split"][:].astype(str), f["image_id"][:]
+        first = f["labels"][:][f["label_start_ix"][:]]
+    preds = {int(image_ids[i]): " ".join(f"w{w - 1}" for w in first[i] if w) for i in np.flatnonzero(split == "test")}
+    run = write_run(tmp_path, "run", root / "features" / "img.h5", preds)
+    meta = json.loads((run / "preds_test.meta.json").read_text())
+    got = self_retrieval_section(preds, meta, str(best), str(run / "preds_test.json"), "test")
+    model, card = load_joint(best)
+    want = score_run(run, {card.features: ((model, card), best)})
+    assert got["per_image"] == want["per_image"] and got["r1"] == want["r1"]
+    assert got["joint_sha256"] == want["joint_sha256"]
+    with pytest.raises(CapawareError, match="not on these captions' features") as err:
+        self_retrieval_section(preds, {"features": str(tmp_path / "other.h5")}, str(best), "p.json", "test")
+    assert "\n" not in str(err.value)
