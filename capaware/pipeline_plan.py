@@ -143,7 +143,8 @@ class Plan:
         for line in preflight_warnings(pending, stage1, features, captioners):
             print(f"warning: {line}", file=sys.stderr)
         joint = [self.load("joint", e) for e in self.joint] if "joint" in pending else []
-        problems = preflight(pending, stage1, features, self.run, joint)
+        rl = [self.load("rl", e) for e in self.rl] if "rl" in pending else []
+        problems = preflight(pending, stage1, features, self.run, joint, rl)
         if problems:
             print("\n".join(f"error: {p}" for p in problems), file=sys.stderr)
             raise SystemExit(2)

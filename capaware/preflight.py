@@ -18,6 +18,8 @@ problem is one line: what is missing, which stage needs it, and the fix. Checks,
   processes (a set ``graph.workers`` that cannot fit is refused; a null one is capped at run time);
 - ``joint``: XE's ``labels.h5`` and ``vocab.json`` and the features file it reads, unless a pending stage before
   it (captioners, features) writes them in the run folder.
+- ``rl`` with a self-retrieval reward: the joint model and the unlabeled pool's features file, unless the pending
+  joint or features stage writes them in the run folder.
 
 Warnings, which do not stop the run (``preflight_warnings``): more graph or loader workers than cores,
 and feature files on a network filesystem (every caption step reads HDF5 rows at random).
@@ -240,13 +242,37 @@ def check_joint(cfgs: list, run_dir: str, pending: list[str]) -> list[CapawareEr
     return out
 
 
-def preflight(pending: list[str], stage1: list, features: list, run_dir: str, joint: list = ()) -> list[str]:
+def check_self_retrieval(cfgs: list, run_dir: str, pending: list[str]) -> list[CapawareError]:
+    """The self-retrieval SCST runs' inputs (rl configs with ``retrieval.weight`` > 0): the joint model, which the
+    joint stage writes, and the unlabeled pool's features file, which the features stage writes; each must be there
+    unless that stage is pending and writes it inside the run folder."""
+    out, seen = [], set()
+    for c in cfgs:
+        r = c.get("retrieval")
+        if r is None or r.weight <= 0:
+            continue
+        wanted = [(Path(r.model), "joint", "add the joint stage's config to the pipeline's joint: list (it writes "
+                   "the model), or point retrieval.model at a joint best.pt")]
+        if r.unlabeled:
+            wanted.append((Path(r.unlabeled), "features", "add the unlabeled images' features config to the "
+                           "pipeline's features: list, or set retrieval.unlabeled=''"))
+        for path, writer, fix in wanted:
+            if path in seen or path.is_file() or (writer in pending and inside(path, run_dir)):
+                continue
+            seen.add(path)
+            out.append(CapawareError(path, f"not found; the self-retrieval run {c.name} reads it", fix))
+    return out
+
+
+def preflight(pending: list[str], stage1: list, features: list, run_dir: str, joint: list = (),
+              rl: list = ()) -> list[str]:
     """One line per problem the pending stages would hit; empty when they have what they need."""
     reads_data = stage1 if ("data" in pending or "stage1" in pending) else []
     trains = stage1 if "stage1" in pending else []  # the data stage reads the data, not the weights
     features = features if "features" in pending else []
     problems = missing_java(pending) + check_stage_one(reads_data, run_dir) + check_features(features, run_dir)
     problems += check_joint(list(joint) if "joint" in pending else [], run_dir, pending)
+    problems += check_self_retrieval(list(rl) if "rl" in pending else [], run_dir, pending)
     if trains:
         from capcore import machine
         problems += check_graph_memory(trains, machine.available_memory(), machine.local_processes())

@@ -228,3 +228,23 @@ def test_a_checkpoint_init_that_is_missing_is_one_line_naming_it_and_the_stand_i
     inside = load_config("configs/demo/demo_caption.yaml", [f"run_dir={tmp_path / 'run'}",
                                                              f"model.init={tmp_path / 'run' / 'trunk.pt'}"])
     assert environment.check_stage_one([inside], str(tmp_path / "run")) == []  # the run writes it
+
+
+def test_a_self_retrieval_run_without_its_joint_model_or_pool_stops_in_the_preflight(tmp_path):
+    """Issue #66: an SCST config with retrieval.weight > 0 reads a joint model (the joint stage writes it) and maybe
+    an unlabeled pool (a features file): missing, with no pending stage to write them in the run folder, each is
+    one line naming the file, the run and the fix; a pending writer, or a plain SCST config, is no problem."""
+    from rl.config import load_scst_config
+
+    run = str(tmp_path / "run")
+    cfg_path = ROOT / "configs/demo/demo_att2all2_sr_scst.yaml"
+    sr = load_scst_config(cfg_path, [f"run_dir={run}", "data.features=img",
+                                     f"retrieval.unlabeled={run}/features/unlabeled_img.h5"])
+    plain = load_scst_config(ROOT / "configs/demo/demo_att2all2_scst.yaml", [f"run_dir={run}"])
+    lines = environment.preflight(["rl"], [], [], run, rl=[sr, plain])
+    assert len(lines) == 2 and all("\n" not in line and "demo_att2all2_sr" in line for line in lines)
+    assert f"{run}/joint/img/best.pt: not found" in lines[0] and "joint: list" in lines[0]
+    assert "unlabeled_img.h5: not found" in lines[1] and "retrieval.unlabeled=''" in lines[1]
+    assert environment.preflight(["joint", "rl"], [], [], run, rl=[sr, plain]) == [lines[1]]
+    assert environment.preflight(["features", "joint", "rl"], [], [], run, rl=[sr, plain]) == []
+    assert environment.preflight(["scores"], [], [], run, rl=[sr]) == []  # rl not pending: not its business
