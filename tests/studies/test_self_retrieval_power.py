@@ -1,0 +1,42 @@
+"""studies/self_retrieval/power_plan.py: the paired t's power and the TOST bound against simulation, and the seed
+values it plans from (SR-FL − baseline per seed, averaged over the captioners)."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from studies.self_retrieval.power_plan import paired_t_power, plan, seed_values, tost_power_bound
+
+
+def simulate(effect, sd, seeds, draws=20000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(effect, sd, size=(draws, seeds))
+    return x
+
+
+def test_the_paired_t_power_matches_simulation():
+    for effect, sd, seeds in ((2.0, 2.5, 6), (1.0, 1.5, 10), (3.0, 2.0, 4)):
+        x = simulate(effect, sd, seeds)
+        p = stats.ttest_1samp(x, 0.0, axis=1).pvalue
+        assert paired_t_power(effect, sd, seeds) == pytest.approx(np.mean(p < 0.05), abs=0.015)
+
+
+def test_the_tost_bound_never_exceeds_the_simulated_power():
+    for margin, sd, seeds in ((0.02, 0.015, 6), (0.02, 0.03, 10), (0.03, 0.02, 5)):
+        x = simulate(0.0, sd, seeds, seed=1)
+        lo = stats.ttest_1samp(x, -margin, axis=1, alternative="greater").pvalue
+        hi = stats.ttest_1samp(x, margin, axis=1, alternative="less").pvalue
+        simulated = np.mean((lo < 0.05) & (hi < 0.05))
+        bound = tost_power_bound(margin, sd, seeds)
+        assert bound <= simulated + 0.01 and bound >= simulated - 0.15, (bound, simulated)
+
+
+def test_seed_values_pair_the_arms_and_average_the_captioners():
+    rows = [{"arm": a, "seed": s, "core": c, "val_r1": v, "val_cider_d": 0.8 + v / 1000}
+            for a, s, c, v in (("baseline", 0, "x", 10), ("sr_fl", 0, "x", 13), ("baseline", 0, "y", 20),
+                               ("sr_fl", 0, "y", 21), ("baseline", 1, "x", 12), ("sr_fl", 1, "x", 12),
+                               ("baseline", 1, "y", 15), ("sr_fl", 1, "y", 19))]
+    assert seed_values(rows, "val_r1").tolist() == [2.0, 2.0]
+    third = [dict(r, seed=2, val_r1=r["val_r1"] + (1 if r["arm"] == "sr_fl" else 0)) for r in rows[:4]]
+    out = plan(rows + [dict(r, val_cider_d=0.8 + r["val_r1"] / 1000) for r in third], [2.0], 0.02)
+    assert out["seeds_in_pilot"] == 3 and out["r1_seed_values"] == [2.0, 2.0, 3.0]
+    assert out["sd"]["r1"]["upper80"] > out["sd"]["r1"]["pilot"] > 0
