@@ -228,17 +228,25 @@ def check_joint(cfgs: list, run_dir: str, pending: list[str]) -> list[CapawareEr
     pending and writes it inside the run folder."""
     from joint.config import features_path  # torch-free
 
-    out, seen = [], set()
+    wanted = []
     for c in cfgs:
-        wanted = [(Path(c.data.prepro_dir) / name, "captioners", "train the captioners' XE first (it writes "
-                   "labels.h5 and vocab.json), or point data.prepro_dir at a run that has them")
-                  for name in ("labels.h5", "vocab.json")]
-        wanted.append((features_path(c.data), "features", "run the features stage, or set data.features"))
-        for path, writer, fix in wanted:
-            if path in seen or path.is_file() or (writer in pending and inside(path, run_dir)):
-                continue
-            seen.add(path)
-            out.append(CapawareError(path, f"not found; the joint stage ({c.name}) reads it", fix))
+        reader = f"the joint stage ({c.name})"
+        wanted += [(Path(c.data.prepro_dir) / name, "captioners", reader, "train the captioners' XE first (it writes "
+                    "labels.h5 and vocab.json), or point data.prepro_dir at a run that has them")
+                   for name in ("labels.h5", "vocab.json")]
+        wanted.append((features_path(c.data), "features", reader, "run the features stage, or set data.features"))
+    return missing_inputs(wanted, run_dir, pending)
+
+
+def missing_inputs(wanted: list[tuple[Path, str, str, str]], run_dir: str, pending: list[str]) -> list[CapawareError]:
+    """One error per (path, the stage that writes it, who reads it, fix) whose file is absent, unless its writer is
+    pending and writes it inside the run folder; each path named once."""
+    out, seen = [], set()
+    for path, writer, reader, fix in wanted:
+        if path in seen or path.is_file() or (writer in pending and inside(path, run_dir)):
+            continue
+        seen.add(path)
+        out.append(CapawareError(path, f"not found; {reader} reads it", fix))
     return out
 
 
@@ -246,22 +254,17 @@ def check_self_retrieval(cfgs: list, run_dir: str, pending: list[str]) -> list[C
     """The self-retrieval SCST runs' inputs (rl configs with ``retrieval.weight`` > 0): the joint model, which the
     joint stage writes, and the unlabeled pool's features file, which the features stage writes; each must be there
     unless that stage is pending and writes it inside the run folder."""
-    out, seen = [], set()
+    wanted = []
     for c in cfgs:
-        r = c.get("retrieval")
+        r, reader = c.get("retrieval"), f"the self-retrieval run {c.name}"
         if r is None or r.weight <= 0:
             continue
-        wanted = [(Path(r.model), "joint", "add the joint stage's config to the pipeline's joint: list (it writes "
-                   "the model), or point retrieval.model at a joint best.pt")]
+        wanted.append((Path(r.model), "joint", reader, "add the joint stage's config to the pipeline's joint: list "
+                       "(it writes the model), or point retrieval.model at a joint best.pt"))
         if r.unlabeled:
-            wanted.append((Path(r.unlabeled), "features", "add the unlabeled images' features config to the "
+            wanted.append((Path(r.unlabeled), "features", reader, "add the unlabeled images' features config to the "
                            "pipeline's features: list, or set retrieval.unlabeled=''"))
-        for path, writer, fix in wanted:
-            if path in seen or path.is_file() or (writer in pending and inside(path, run_dir)):
-                continue
-            seen.add(path)
-            out.append(CapawareError(path, f"not found; the self-retrieval run {c.name} reads it", fix))
-    return out
+    return missing_inputs(wanted, run_dir, pending)
 
 
 def preflight(pending: list[str], stage1: list, features: list, run_dir: str, joint: list = (),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from capcore.atomic import write_text
@@ -63,8 +64,14 @@ def matching_joint(features: str, joints: dict[str, tuple]) -> tuple | None:
         return joints[features]
     if not Path(features).is_file():
         return None
-    sha = file_sha256(features)
+    sha = _content_sha256(features)
     return next((j for j in joints.values() if j[0][1].features_sha256 == sha), None)
+
+
+@lru_cache(maxsize=None)
+def _content_sha256(path: str) -> str:
+    """Read once per file and process: the runs of one feature set share their features file."""
+    return file_sha256(path)
 
 
 def output_path(run: str | Path, split: str = "test") -> Path:
