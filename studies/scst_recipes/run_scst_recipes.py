@@ -32,6 +32,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -81,9 +82,13 @@ def run_jobs(jobs: list[tuple[str, Path]], lanes: int) -> None:
     def one(job):
         cmd, out = job
         out.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
         with open(f"{out}.log", "w") as log:
             code = subprocess.run(cmd, shell=True, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
-        print(f"{'done' if code == 0 else 'FAILED'}: {out}", flush=True)
+        seconds = time.perf_counter() - start
+        if code == 0:  # the job's wall (beside the others of its lanes): what a study's plan prices a run at
+            Path(f"{out}.seconds").write_text(f"{seconds:.1f}\n")
+        print(f"{'done' if code == 0 else 'FAILED'}: {out} ({seconds:.0f} s)", flush=True)
         return code, out
 
     with ThreadPoolExecutor(lanes) as pool:

@@ -81,6 +81,30 @@ def plan(rows: list[dict], effects: list[float], margin: float) -> dict:
             "seeds_for_primary_by_effect_points": primary, "tost_margin": margin, "seeds_for_tost": co}
 
 
+def price(pilot: dict) -> dict:
+    """Hours of wall per seed, from the pilot's job walls (run ``lanes`` at a time, so a seed's wall is about the sum
+    of its jobs' walls over the lanes): the seed's two XE runs and each arm's two SCST runs, the mean over the seeds
+    the pilot ran it on. An arm the pilot did not run is priced as the nearest one it did (``twins``)."""
+    lanes = pilot.get("lanes", 2)
+    xe = [sum(v.values()) for v in (pilot.get("xe_seconds") or {}).values() if None not in v.values()]
+    arm = {}
+    for name in sorted({r["arm"] for r in pilot["rows"]}):
+        per_seed = {}
+        for r in pilot["rows"]:
+            if r["arm"] == name and r.get("seconds") is not None:
+                per_seed[r["seed"]] = per_seed.get(r["seed"], 0.0) + r["seconds"]
+        arm[name] = float(np.mean(list(per_seed.values()))) if per_seed else None
+    return {"lanes": lanes, "xe_seed_s": float(np.mean(xe)) if xe else None, "arm_seed_s": arm}
+
+
+def seed_hours(prices: dict, arms: list[str], twins: dict[str, str]) -> float | None:
+    """One seed's wall in hours for these arms (an arm missing from the pilot priced as its twin)."""
+    cost = [prices["arm_seed_s"].get(a, prices["arm_seed_s"].get(twins.get(a, a))) for a in arms]
+    if prices["xe_seed_s"] is None or None in cost:
+        return None
+    return (prices["xe_seed_s"] + sum(cost)) / prices["lanes"] / 3600
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("pilot", help="pilot.json of studies.self_retrieval.run_pilot")
@@ -90,7 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     pilot = json.loads(Path(a.pilot).read_text())
     out = plan(pilot["rows"], a.effects, a.margin)
-    out.update(pilot=str(Path(a.pilot).resolve()), pilot_machine=pilot.get("machine"))
+    prices = price(pilot)
+    twins = {"sr_a4": "sr_fl", "sr_vse0": "sr_fl", "sr_pl_uniform": "sr_pl"}
+    out.update(pilot=str(Path(a.pilot).resolve()), pilot_machine=pilot.get("machine"), price=prices,
+               hours_per_seed={"primary": seed_hours(prices, ["baseline", "sr_fl"], twins),
+                               "with_secondary": seed_hours(prices, ["baseline", "sr_fl", "sr_pl", "sr_pl_uniform",
+                                                                     "sr_a4", "sr_vse0"], twins)})
     path = Path(a.out) if a.out else Path(a.pilot).with_name("power_plan.json")
     write_text(path, json.dumps(with_commit(out), indent=1))
     print(json.dumps(out, indent=1) + f"\n-> {path}")

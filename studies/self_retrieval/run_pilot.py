@@ -31,9 +31,10 @@ from capcore.cpu_isa import cpu_line
 from capcore.errors import CapawareError, run_cli
 from studies.provenance import with_commit
 from studies.scst_recipes.run_scst_recipes import finished, run_jobs
+from studies.self_retrieval.arms import ARMS, overrides
 
 CORES = ("att2all2", "topdown")
-ARMS = {"baseline": [], "sr_fl": ["retrieval.weight=1", "retrieval.model={run}/joint/img/best.pt"]}
+PAIRED = ("baseline", "sr_fl")  # the arms the pilot's table pairs and the power plan reads
 PY = shlex.quote(sys.executable)
 
 
@@ -53,16 +54,21 @@ def xe_job(run: Path, seed: int, core: str) -> tuple[str, Path]:
     return f"{PY} -m capaware.stage xe {shlex.join(args)}", out
 
 
+def scst_command(run: Path, arm: str, seed: int, core: str, out: Path) -> str:
+    """The arm's SCST run from the seed's XE run: the demo's recipe and epochs, the arm's overrides
+    (studies/self_retrieval/arms.py) and nothing else. The stage decodes and scores test as every SCST run does."""
+    args = [f"configs/demo/demo_{core}_scst.yaml", f"run_dir={run}", "data.features=img", "train.epochs=3",
+            f"seed={seed}", f"init={xe_dir(run, seed, core) / 'best.pt'}", f"out_dir={out}", *overrides(arm, run)]
+    return f"{PY} -m capaware.stage scst {shlex.join(args)}"
+
+
 def scst_job(run: Path, arm: str, seed: int, core: str) -> tuple[str, Path]:
     out = scst_dir(run, arm, seed, core)
-    over = [o.format(run=run) for o in ARMS[arm]]
-    args = [f"configs/demo/demo_{core}_scst.yaml", f"run_dir={run}", "data.features=img", "train.epochs=3",
-            f"seed={seed}", f"init={xe_dir(run, seed, core) / 'best.pt'}", f"out_dir={out}", *over]
     q = shlex.quote
     val = (f"{PY} -m captioners.predict --checkpoint {q(str(out / 'best.pt'))} --split val --method beam "
            f"--beam-size 2 --out {q(str(out / 'preds_val.json'))} --no-progress && "
            f"{PY} -m eval.self_retrieval {q(str(out))} --joint {q(str(run / 'joint' / 'img' / 'best.pt'))} --split val")
-    return f"{PY} -m capaware.stage scst {shlex.join(args)} && {val}", out
+    return f"{scst_command(run, arm, seed, core, out)} && {val}", out
 
 
 def record(run: Path, arm: str, seed: int, core: str) -> dict:
@@ -72,7 +78,13 @@ def record(run: Path, arm: str, seed: int, core: str) -> dict:
     best = max((h for h in history if h.get("eligible", True)), key=lambda h: h["cider_d"])  # best.pt's validation
     return {"arm": arm, "seed": seed, "core": core, "val_r1": sr["r1"], "val_r5": sr["r5"], "val_r10": sr["r10"],
             "val_images": sr["n_images"], "val_cider_d": best["cider_d"], "best_epoch": best["epoch"],
-            "run": str(out)}
+            "run": str(out), "seconds": job_seconds(out)}
+
+
+def job_seconds(out: Path) -> float | None:
+    """The job's wall, as run_jobs kept it beside the run (None for a run made before it kept one)."""
+    path = Path(f"{out}.seconds")
+    return float(path.read_text()) if path.is_file() else None
 
 
 def markdown(rows: list[dict], machine: str) -> str:
@@ -80,11 +92,14 @@ def markdown(rows: list[dict], machine: str) -> str:
              "| core | seed | baseline R@1 | SR-FL R@1 | SR − base | baseline CIDEr-D | SR-FL CIDEr-D | SR − base |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     by = {(r["core"], r["seed"], r["arm"]): r for r in rows}
-    for core, seed in sorted({(r["core"], r["seed"]) for r in rows}):
+    for core, seed in sorted({(r["core"], r["seed"]) for r in rows if r["arm"] in PAIRED}):
         b, s = by[(core, seed, "baseline")], by[(core, seed, "sr_fl")]
         lines.append(f"| {core} | {seed} | {b['val_r1']:.1f} | {s['val_r1']:.1f} | {s['val_r1'] - b['val_r1']:+.1f} "
                      f"| {b['val_cider_d']:.3f} | {s['val_cider_d']:.3f} "
                      f"| {s['val_cider_d'] - b['val_cider_d']:+.3f} |")
+    lines += ["", "| arm | core | seed | R@1 | CIDEr-D | job wall (s) |", "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['arm']} | {r['core']} | {r['seed']} | {r['val_r1']:.1f} | {r['val_cider_d']:.3f} "
+              f"| {'' if r.get('seconds') is None else format(r['seconds'], '.0f')} |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -93,23 +108,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("run", help="a finished make demo run folder (e.g. runs/demo)")
     parser.add_argument("seeds", nargs="+", type=int)
     parser.add_argument("--lanes", type=int, default=2, help="jobs at a time (one thread each)")
+    parser.add_argument("--arms", nargs="+", default=list(PAIRED), choices=list(ARMS),
+                        help=f"arms to run (studies/self_retrieval/arms.py) [{' '.join(PAIRED)}]")
+    parser.add_argument("--arm-seeds", nargs="+", type=int, default=None,
+                        help="the seeds of arms beyond the paired two, to price them [all seeds]")
     a = parser.parse_args(argv)
     run = Path(a.run).resolve()
     if not (run / "joint" / "img" / "best.pt").is_file():
         raise CapawareError(run / "joint" / "img" / "best.pt", "no joint space in this run", "run make demo first")
     if 0 in a.seeds and not all(finished(xe_dir(run, 0, c)) for c in CORES):
-        raise CapawareError(run, "seed 0's XE runs are not finished", "run make demo first")
+        raise CapawareError(run, "seed 0's XE runs are not finished",
+                            "run make demo, or python -m studies.self_retrieval.world RUN, first")
+    plan = [(arm, s) for arm in a.arms for s in a.seeds
+            if arm in PAIRED or a.arm_seeds is None or s in a.arm_seeds]
     xe = [xe_job(run, s, c) for s in a.seeds for c in CORES if not finished(xe_dir(run, s, c))]
-    rl = [scst_job(run, arm, s, c) for arm in ARMS for s in a.seeds for c in CORES
+    rl = [scst_job(run, arm, s, c) for arm, s in plan for c in CORES
           if not (scst_dir(run, arm, s, c) / "self_retrieval_val.json").is_file()]
     print(f"{len(xe)} XE and {len(rl)} SCST jobs to run, {a.lanes} at a time", flush=True)
     run_jobs(xe, a.lanes)
     run_jobs(sorted(rl, key=lambda job: "topdown" not in str(job[1])), a.lanes)  # the longest first
     machine = f"{cpu_line()}, {os.cpu_count()} cores, {platform.machine()}"
-    rows = [record(run, arm, s, c) for arm in ARMS for s in a.seeds for c in CORES]
+    rows = [record(run, arm, s, c) for arm, s in plan for c in CORES]
     out = run / "results" / "self_retrieval_pilot"
-    write_text(out / "pilot.json", json.dumps(with_commit({"machine": machine, "split": "val", "rows": rows}),
-                                              indent=1))
+    xe_seconds = {str(s): {c: job_seconds(xe_dir(run, s, c)) for c in CORES} for s in a.seeds}
+    write_text(out / "pilot.json", json.dumps(with_commit({"machine": machine, "split": "val", "lanes": a.lanes,
+                                                           "rows": rows, "xe_seconds": xe_seconds}), indent=1))
     text = markdown(rows, machine)
     write_text(out / "pilot.md", text)
     print(text + f"-> {out}/pilot.{{json,md}}")

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from studies.self_retrieval import power_plan as power
 from studies.self_retrieval.power_plan import paired_t_power, plan, seed_values, tost_power_bound
 
 
@@ -40,3 +41,16 @@ def test_seed_values_pair_the_arms_and_average_the_captioners():
     out = plan(rows + [dict(r, val_cider_d=0.8 + r["val_r1"] / 1000) for r in third], [2.0], 0.02)
     assert out["seeds_in_pilot"] == 3 and out["r1_seed_values"] == [2.0, 2.0, 3.0]
     assert out["sd"]["r1"]["upper80"] > out["sd"]["r1"]["pilot"] > 0
+
+
+def test_the_price_of_a_seed_sums_its_jobs_over_the_lanes():
+    rows = [{"arm": arm, "seed": s, "core": c, "seconds": sec} for arm, sec in (("baseline", 100.0), ("sr_fl", 120.0),
+                                                                                 ("sr_pl", 300.0))
+            for s in (0, 1) for c in ("att2all2", "topdown") if arm != "sr_pl" or s == 0]
+    pilot = {"lanes": 2, "rows": rows, "xe_seconds": {"0": {"a": None, "t": 1.0}, "1": {"a": 200.0, "t": 160.0}}}
+    prices = power.price(pilot)
+    assert prices["xe_seed_s"] == 360.0  # seed 0's XE has no wall kept: left out
+    assert prices["arm_seed_s"] == {"baseline": 200.0, "sr_fl": 240.0, "sr_pl": 600.0}
+    assert power.seed_hours(prices, ["baseline", "sr_fl"], {}) == (360 + 200 + 240) / 2 / 3600
+    assert power.seed_hours(prices, ["sr_pl_uniform"], {"sr_pl_uniform": "sr_pl"}) == (360 + 600) / 2 / 3600
+    assert power.seed_hours(prices, ["sr_a4"], {}) is None
