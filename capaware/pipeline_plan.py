@@ -56,12 +56,7 @@ class Plan:
                              for s in table if s.key and s.per_feature_set})
 
     def _per_set(self, text: str) -> list[Entry]:
-        """A captioners' stage entry: once per feature set, or once on the set it names itself (an override
-        ``data.features=img``: the demo's self-retrieval run, on one set)."""
-        entry = Entry.parse(text, self.run)
-        if any(o.startswith("data.features=") for o in entry.overrides):
-            return [entry]
-        return [Entry.parse(text, self.run, (f"data.features={f}",)) for f in self.feature_sets]
+        return per_feature_set(text, self.run, self.feature_sets)
 
     def stage(self, name: str) -> Stage:
         return stage_of(name, self.table)
@@ -173,6 +168,20 @@ class Plan:
 
     def _features(self, e: Entry):
         return self.load("features", e)
+
+
+def per_feature_set(text: str, run: str, feature_sets: list[str]) -> list[Entry]:
+    """A captioners' stage entry: once per feature set, or once on the set it names itself (an override
+    ``data.features=img``: the demo's self-retrieval run, on one set). The plan and ``capaware plan`` both ask here."""
+    entry = Entry.parse(text, run)
+    if any(o.startswith("data.features=") for o in entry.overrides):
+        return [entry]
+    return [Entry.parse(text, run, (f"data.features={f}",)) for f in feature_sets]
+
+
+def features_of(entry: Entry) -> str:
+    """The feature set an entry of :func:`per_feature_set` runs on (its last ``data.features`` override)."""
+    return [o.split("=", 1)[1] for o in entry.overrides if o.startswith("data.features=")][-1]
 
 
 def main(argv: list[str] | None = None, table: tuple[Stage, ...] = TABLE) -> None:

@@ -267,13 +267,14 @@ class Planner:
     def captioners(self, stage: str) -> StagePlan:
         """XE (``captioners``) or SCST (``rl``): each of the stage's configs on every feature set; an SCST run's
         model is its XE run's."""
+        from capaware.pipeline_plan import features_of, per_feature_set
         from capaware.stages import resolve, stage_of
         from captioners.config import load_captioner_config
         from captioners.core_registry import core_args
 
-        def runs_of(entries, load):
-            return [(load(e.config, e.overrides), f) for x in entries for f in self.feature_sets
-                    for e in [Entry.parse(x, self.run, (f"data.features={f}",))]]
+        def runs_of(entries, load):  # an entry naming its feature set runs on that set alone, as the pipeline's
+            return [(load(e.config, e.overrides), features_of(e)) for x in entries
+                    for e in per_feature_set(x, self.run, self.feature_sets)]
 
         xe = runs_of(self.cfg.captioners, load_captioner_config)
         entry = stage_of(stage)  # its configs (key), their loader, and the capaware.stage kind its steps are priced as
@@ -293,8 +294,15 @@ class Planner:
             vocab = vocabulary(c.data, real=self.counts is not None)
             kind = entry.kind
             samples = getattr(c.train, "samples_per_image", 5)
-            step = self.prices.captioner(model.core, sizes, vocab, c.train.batch_size, c.data.seq_per_img,
+            retrieval = getattr(c, "retrieval", None)
+            images = c.train.batch_size  # an SCST step with unlabeled images samples captions for them too
+            if retrieval is not None and retrieval.weight > 0 and retrieval.unlabeled:
+                images = math.ceil(images * (1 + retrieval.unlabeled_ratio))
+            step = self.prices.captioner(model.core, sizes, vocab, images, c.data.seq_per_img,
                                          c.data.max_length, kind, samples, threads) / self.gpus
+            if retrieval is not None and retrieval.weight > 0:
+                step += self.prices.retrieval(self.joint_sizes(retrieval.model, channels), vocab, images,
+                                              images * samples, c.data.max_length, threads) / self.gpus
             steps = c.train.epochs * math.ceil(n.train / c.train.batch_size)
             vb = min(c.val.batch_size, max(1, n.val))
             greedy = self.prices.captioner(model.core, sizes, vocab, vb, 1, c.data.max_length, "greedy",
@@ -312,6 +320,26 @@ class Planner:
                                    seconds, 6 * params, features_ram + 4 * params))
         return plan
 
+
+    def joint_sizes(self, model: str, channels: int) -> tuple:
+        """(feature width, space width, word width, GRU layers) of a self-retrieval run's joint model: the
+        pipeline's joint entry that writes it, else the file's own card, else the joint config's defaults."""
+        from capaware.stages import resolve, stage_of
+        from joint.config import JointModelConfig
+
+        entry = stage_of("joint")
+        for x in getattr(self.cfg, entry.key) or []:
+            for f in self.feature_sets:
+                e = Entry.parse(x, self.run, (f"data.features={f}",))
+                c = resolve(entry.loader)(e.config, e.overrides)
+                if (Path(c.out_dir) / "best.pt").resolve() == Path(model).resolve():
+                    return channels, c.model.embed_dim, c.model.word_dim, c.model.num_layers
+        if Path(model).is_file():
+            from joint.loading import load_joint
+            args = load_joint(model)[1].model_args
+            return channels, args["embed_dim"], args["word_dim"], args["num_layers"]
+        m = JointModelConfig()
+        return channels, m.embed_dim, m.word_dim, m.num_layers
 
     def joint(self, stage: str) -> StagePlan:
         """The joint spaces (joint/): each config on every feature set, its captions counted and its vocabulary

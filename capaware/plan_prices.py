@@ -61,6 +61,10 @@ class Prices:
                 self.notes.append(note)
         return probe.joint_seconds(sizes, vocab, batch, max_len, self.device, threads)
 
+    def retrieval(self, sizes: tuple, vocab: int, images: int, captions: int, max_len: int, threads: int = 1) -> float:
+        """The self-retrieval reward's share of an SCST step: this machine's probe, as the joint step's."""
+        return probe.retrieval_seconds(sizes, vocab, images, captions, max_len, self.device, threads)
+
     def process(self) -> float:
         return probe.process_seconds()
 

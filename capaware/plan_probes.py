@@ -129,6 +129,32 @@ def joint_seconds(sizes: tuple, vocab: int, batch: int, max_len: int, device: st
 
 
 @functools.lru_cache(maxsize=None)
+@_announced(lambda sizes, vocab, images, captions, *rest, **kw:
+            f"the self-retrieval reward of {captions} captions among {images} images")
+def retrieval_seconds(sizes: tuple, vocab: int, images: int, captions: int, max_len: int, device: str = "cpu",
+                      threads: int = 1) -> float:
+    """Seconds of the self-retrieval reward term of one SCST step (rl/rewards.py): the frozen joint space embeds
+    the step's images and its sampled captions (full length: an upper bound) and each caption's hardest hinge.
+    ``sizes``: (feature width, space width, word width, GRU layers)."""
+    from joint.losses.hinges import caption_hinges
+    from joint.model import JointSpace
+
+    channels, embed, word, layers = sizes
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    torch.manual_seed(0)
+    model = JointSpace(vocab, channels, embed, word, "fc", layers).to(dev).eval()
+    feats = torch.rand(images, channels, device=dev)
+    ids = torch.randint(1, vocab + 1, (captions, max_len), device=dev)
+    owner = torch.arange(captions, device=dev) % images
+
+    def step():
+        with torch.no_grad():
+            caption_hinges(model.embed_images(feats), model.embed_captions(ids), owner)
+    return _timed(step)
+
+
+@functools.lru_cache(maxsize=None)
 @_announced(lambda core, sizes, vocab, batch, seq_per_img, max_len, kind, *rest, **kw:
             f"one {core} {kind} step of {batch} images")
 def captioner_seconds(core: str, sizes: tuple, vocab: int, batch: int, seq_per_img: int, max_len: int,

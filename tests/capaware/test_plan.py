@@ -103,3 +103,29 @@ def test_planning_real_data_that_is_not_here_is_one_line_that_names_counts(tmp_p
     with pytest.raises(plan.CapawareError) as err:
         plan.main([str(ROOT / "configs/paper/pipeline_coco.yaml"), "--run", str(tmp_path / "run")])
     assert "not found" in err.value.problem and "--counts TRAIN,VAL,TEST" in err.value.fix
+
+
+def test_a_self_retrieval_run_is_priced_with_its_reward_and_its_unlabeled_images(tmp_path, monkeypatch):
+    """The SCST step of a run with the retrieval term costs the term's probe more; with unlabeled images 1:1 the
+    captioner's step is priced at twice the images (their captions are sampled too) and so is the term. Probes are
+    stubbed: a captioner step costs its images in seconds, the term 100 s per image."""
+    import yaml
+    monkeypatch.setattr(plan.probe, "trunk_seconds", lambda *a, **k: 1.0)
+    monkeypatch.setattr(plan.probe, "captioner_seconds", lambda core, sizes, vocab, batch, *a, **k: float(batch))
+    monkeypatch.setattr(plan.probe, "retrieval_seconds", lambda sizes, vocab, images, captions, *a, **k: 100.0 * images)
+    monkeypatch.setattr(plan.probe, "process_seconds", lambda: 0.0)
+    monkeypatch.setattr(plan.probe, "scoring_seconds", lambda n: 0.0)
+    monkeypatch.setattr(plan, "generator_seconds", lambda *a: 0.0)
+    cfg = yaml.safe_load(TINY.read_text())
+    base = cfg["rl"][0]
+    sr = f"{base} retrieval.weight=1 retrieval.model={tmp_path}/joint.pt"
+    cfg["rl"] = [base, sr, f"{sr} retrieval.unlabeled={tmp_path}/pool.h5 retrieval.unlabeled_ratio=1",
+                 f"{sr} data.features=img"]  # an entry naming its set runs there alone, as in the pipeline
+    path = tmp_path / "pipeline_sr.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    works = next(p for p in plan.Planner(str(path), str(tmp_path / "run"), "cpu").stages() if p.stage == "rl").works
+    steps = 8  # 1 epoch of ceil(64 / 8) batches of 8 images
+    assert len(works) == 7 and works[-1].what.endswith("on img: 8 steps of 8")
+    plain, with_term, with_pool = (w.seconds for w in works[:6:2])  # each entry on the first feature set
+    assert with_term - plain == pytest.approx(steps * 100 * 8)
+    assert with_pool - plain == pytest.approx(steps * (8 + 100 * 16))  # 16 images a step instead of 8
