@@ -54,3 +54,13 @@ def test_the_price_of_a_seed_sums_its_jobs_over_the_lanes():
     assert power.seed_hours(prices, ["baseline", "sr_fl"], {}) == (360 + 200 + 240) / 2 / 3600
     assert power.seed_hours(prices, ["sr_pl_uniform"], {"sr_pl_uniform": "sr_pl"}) == (360 + 600) / 2 / 3600
     assert power.seed_hours(prices, ["sr_a4"], {}) is None
+
+
+def test_power_is_a_number_and_grows_with_the_effect_where_scipys_lower_tail_was_nan():
+    sd = 0.5107184482014854  # the world pilot's: nct.cdf(-c, 3, lam) was nan at effect 2 with 4 seeds
+    powers = [paired_t_power(effect, sd, 4) for effect in (0.5, 1, 2, 3, 4)]
+    assert all(np.isfinite(powers)) and powers == sorted(powers)
+    rng = np.random.default_rng(0)
+    x = rng.normal(2, sd, (100_000, 4))
+    t = x.mean(1) / (x.std(1, ddof=1) / 2)
+    assert paired_t_power(2, sd, 4) == pytest.approx(np.mean(np.abs(t) > stats.t.ppf(0.975, 3)), abs=0.005)
