@@ -88,6 +88,10 @@ def loader_of(name: str):
         from studies.table1_pooled.declaration import load_declaration as load_pooled
 
         return load_pooled
+    if name == "declaration_self_retrieval":  # issue #66's declaration: its own schema
+        from studies.self_retrieval.declaration import load_declaration as load_self_retrieval
+
+        return load_self_retrieval
     if name.startswith("declaration_"):
         from studies.declaration import load_declaration
 
