@@ -64,3 +64,5 @@ register_loss("triplet", "embedder.losses.triplet:TripletLoss", normalised=True,
 register_loss("margin", "embedder.losses.margin:MarginRowLoss", normalised=True, mined=False, fields=("margin",))
 register_loss("rank_n_contrast", "embedder.losses.rank_n_contrast:RankNContrastLoss", normalised=False, mined=False,
               fields=("temperature",))
+register_loss("g17_hinge", "embedder.losses.g17:G17Loss", normalised=True, mined=False, fields=("margin",),
+              args={"per_pair": 100})  # Gordo & Larlus 2017, Eq. 1; relevance: the k = train.positives nearest
