@@ -88,6 +88,24 @@ def expand_rows(raw, where: str):
 
 
 @dataclass
+class TextLossConfig:
+    """Gordo & Larlus 2017's joint visual and textual embedding (§5.2): the weights of Eq. 2 (image query, texts
+    retrieved) and Eq. 3 (text query, images retrieved) beside the row's own loss (``visual``: its weight; 0 with
+    eq2 > 0 is their WSABIE-like baseline). The texts are the images' tf-idf caption bags (``captions.space:
+    tfidf``) through θ(t) = Wᵀt/‖Wᵀt‖ (joint.tfidf_text); "relevant" is the k = train.positives proxy-nearest."""
+    visual: float = 1.0
+    eq2: float = 0.0
+    eq3: float = 0.0
+    margin: float = 0.1  # the paper gives no value
+    per_pair: int = 100  # each (query, relevant) pair keeps its hardest irrelevant ones, as their mining does
+
+
+def text_on(text) -> bool:
+    """Whether a row has Gordo & Larlus's text losses (a function: OmegaConf's configs carry no methods)."""
+    return text is not None and (text.eq2 > 0 or text.eq3 > 0)
+
+
+@dataclass
 class MethodConfig:
     """One loss + mining combination (a row of the paper's retrieval tables)."""
     name: str = "L(Log-ratio)+M(Dense)"
@@ -108,6 +126,7 @@ class MethodConfig:
     # permutation drawn from the study's seed; Cap-shuffled) | kinds: the kinds of object present (Img-kinds) | self:
     # distances between the frozen initial trunk's own features (Img-self, issue #56); the evaluation keeps the real
     # labels (embedder/row_labels.py)
+    text: TextLossConfig = added_later(default_factory=TextLossConfig)  # Gordo & Larlus's text side (V+T rows)
 
 
 @dataclass
@@ -298,6 +317,8 @@ def check(cfg, c: ConfigChecks) -> None:
     positive("graph.m", cfg.graph.m)
     for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
         check_method(c, where, method)
+        c.need(not text_on(method.text) or cfg.captions.space == "tfidf", f"{where}.text",
+               "the text losses (Eq. 2, 3) read the images' tf-idf caption bags", "set captions.space: tfidf")
     for d in cfg.dims:
         positive("dims", d)
 
@@ -334,6 +355,10 @@ def check_method(c: ConfigChecks, where: str, method) -> None:
         c.need(key in entry.args, f"{where}.loss_args.{key}", f"is not a setting of the {method.loss} loss",
                f"use one of {', '.join(entry.args)}" if entry.args
                else "remove it: that loss has no settings of its own")
+    for key in ("visual", "eq2", "eq3"):
+        c.need(getattr(method.text, key) >= 0, f"{where}.text.{key}", "is negative", "a weight >= 0")
+    c.need(method.text.visual > 0 or text_on(method.text), f"{where}.text", "every loss weight is 0", "set one above 0")
+    c.positive(f"{where}.text.per_pair", method.text.per_pair)
     if "distance" in entry.fields:
         c.choice(f"{where}.distance", method.distance, DISTANCES)
     if "temperature" in entry.fields:

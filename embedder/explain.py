@@ -30,8 +30,9 @@ def cell_projections(model, image: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     """([n, D] each cell's (W x_i + b) / n, [D] the embedding e) of one image [3, H, W]."""
     fmap, vector = model.features_and_vector(image[None])
     if vector is not None:
-        raise CapawareError(type(getattr(model, "trunk", model)).__name__, "this backbone pools its own way, so the similarity does not "
-                            "split over its cells", "explain a stage-one run of a mean-pooled (ResNet) trunk")
+        raise CapawareError(type(getattr(model, "trunk", model)).__name__, "this backbone pools its own way, so "
+                            "the similarity does not split over its cells",
+                            "explain a stage-one run of a mean-pooled (ResNet) trunk")
     cells = fmap[0].flatten(1).t()  # [n, C]
     parts = model.head(cells) / len(cells)  # the bias, spread over the cells, sums back to b
     return parts, parts.sum(0)

@@ -37,7 +37,7 @@ def warm_up_head(model, criterion, batches, feats: torch.Tensor, steps: int, lr:
     for n in range(steps):
         items, anchors, label_dist, positive = batches.items_of(n)
         emb = model.head(feats[torch.from_numpy(items).to(device)])
-        loss = criterion(emb, anchors.to(device), label_dist.to(device), positive.to(device))
+        loss = criterion(emb, anchors.to(device), label_dist.to(device), positive.to(device), torch.from_numpy(items))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

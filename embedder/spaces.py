@@ -34,6 +34,11 @@ class SubsetSpace:
     def params(self) -> dict:
         return self.space.params()
 
+    @property
+    def vectors(self):
+        """The view's rows of the space's per-image vectors (the tf-idf bags; AttributeError for a space without)."""
+        return self.space.vectors[self.index]
+
 
 def word_vectors(cfg, train_records, cache: Path):
     """Pretrained vectors from ``captions.vectors``, else a Word2Vec trained once and cached."""

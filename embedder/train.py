@@ -35,7 +35,7 @@ from capcore.fingerprint import run_fingerprint
 from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
-from embedder.config import RowSettings, load_config, row_settings, slug
+from embedder.config import RowSettings, load_config, row_settings, slug, text_on
 from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
@@ -65,7 +65,8 @@ def method_fingerprint(cfg, method) -> str:
 
 
 class StepBatches(torch.utils.data.Dataset):
-    """Item n = everything step ``start + n`` needs: images, anchors, label distances, positives.
+    """Item n = everything step ``start + n`` needs: images, anchors, label distances, positives, and the global
+    batch's training indices (the text losses read their caption bags).
 
     Batches are a pure function of the step (sampler), so DataLoader workers can decode images and
     compute label distances (WMD for captions: the expensive part) ahead of the training loop. With
@@ -101,7 +102,7 @@ class StepBatches(torch.utils.data.Dataset):
         else:  # more processes than anchors (the paper's one anchor per batch): this one has none
             label_dist = np.zeros((0, len(b.items)), dtype=np.float32)
         return (self.inputs(b.items[rows]), torch.from_numpy(b.anchors), torch.from_numpy(label_dist),
-                positive_mask(self.nn_idx, b.items, b.anchors, self.positives))
+                positive_mask(self.nn_idx, b.items, b.anchors, self.positives), torch.from_numpy(b.items))
 
 
 class TrunkHead(torch.nn.Module):
@@ -205,7 +206,7 @@ class StageOneRun:
     batchnorm: str  # the mode in effect (prepare_batchnorm)
 
     @classmethod
-    def build(cls, cfg, method, row: RowSettings, nn_idx: np.ndarray, progress: bool) -> "StageOneRun":
+    def build(cls, cfg, method, row: RowSettings, nn_idx: np.ndarray, progress: bool, bags=None) -> "StageOneRun":
         t = cfg.train
         device = pick_device(cfg.device)
         dtype, precision = precision_choice(t.precision, device)
@@ -218,7 +219,7 @@ class StageOneRun:
         torch.manual_seed(cfg.seed)
         model = build_model(cfg.model.arch, row.embed_dim, cfg.model.init, cfg.model.weights).to(device)
         model, batchnorm = prepare_batchnorm(model.to(memory_format=memory_format()), t.batchnorm, device, world)
-        criterion = MethodLoss(method, t, cfg.seed).to(device)
+        criterion = MethodLoss(method, t, cfg.seed, bags, row.embed_dim).to(device)  # bags: the text losses
         prefix, rest = model.split_trunk(t.freeze)
         prefix.requires_grad_(False)
         groups = param_groups(model, criterion, row.lr, t.layer_lr)
@@ -273,7 +274,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
                                 f"delete {out_dir} to retrain, or choose another out_dir")
         return where.model
     row = row_settings(cfg, method)
-    run = StageOneRun.build(cfg, method, row, nn_idx, progress)
+    bags = getattr(space, "vectors", None) if text_on(method.text) else None  # the text losses' caption bags
+    run = StageOneRun.build(cfg, method, row, nn_idx, progress, bags)
     last = run.checkpoint(fingerprint, where.last)
     inputs, to_input = run.network_inputs(bank)
     fresh = not last.path.is_file()  # a resumed run has its warmed head already
@@ -333,9 +335,9 @@ def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutp
         freeze_bn(run.model)
     net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
     bar = tqdm(total=run.total, initial=step, desc=out.name, disable=not out.progress, leave=False)
-    for images, anchors, label_dist, positive in step_loader(steps, cfg.data.num_workers):
+    for images, anchors, label_dist, positive, items in step_loader(steps, cfg.data.num_workers):
         x = jitter(to_input(images), t.jitter, cfg.seed, step)  # step: the one being taken, counted from 0
-        loss = one_step(run, net, x, anchors, label_dist, positive)
+        loss = one_step(run, net, x, anchors, label_dist, positive, items)
         step += 1
         bar.update(1)
         if on_step is not None:
@@ -355,14 +357,15 @@ def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutp
     writer.close()
 
 
-def one_step(run: StageOneRun, net: torch.nn.Module, x: torch.Tensor, anchors, label_dist, positive) -> torch.Tensor:
+def one_step(run: StageOneRun, net: torch.nn.Module, x: torch.Tensor, anchors, label_dist, positive,
+             items=None) -> torch.Tensor:
     """Embed, (gather the global batch), mine and take the loss, and one optimiser and schedule step."""
     emb = net(x)
     label_dist = label_dist.to(run.device)
     if run.world > 1:  # the whole global batch on every process (see the module docstring)
         emb = distributed.gather_rows(emb, positive.shape[1], grad=True)
         label_dist = distributed.gather_rows(label_dist, len(anchors))
-    loss = run.criterion(emb, anchors.to(run.device), label_dist, positive.to(run.device))
+    loss = run.criterion(emb, anchors.to(run.device), label_dist, positive.to(run.device), items)
     run.opt.zero_grad(set_to_none=True)
     loss.backward()
     distributed.average_grads(run.criterion.parameters())  # outside DDP; equal on every rank anyway

@@ -24,22 +24,28 @@ def half_hinge(q: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, margin: fl
     return 0.5 * (margin - (q * pos).sum(-1) + (q * neg).sum(-1)).clamp_min(0.0)
 
 
-def batch_hinges(emb: torch.Tensor, anchors: torch.Tensor, positive: torch.Tensor, margin: float,
-                 per_pair: int) -> torch.Tensor:
-    """The kept hinges of a batch, flat: for each anchor a and relevant i (positive[a, i], i != a), the
-    ``per_pair`` largest ½·max(0, m − f_a·f_i + f_a·f_j) over irrelevant j (not positive, j != a)."""
-    f = F.normalize(emb, dim=1)
-    sim = f[anchors] @ f.t()  # [A, B]
-    rows = torch.arange(len(anchors), device=emb.device)
+def pair_hinges(queries: torch.Tensor, keys: torch.Tensor, anchors: torch.Tensor, positive: torch.Tensor,
+                margin: float, per_pair: int) -> torch.Tensor:
+    """The kept hinges of a batch, flat: for each anchor a (its query vector ``queries[a]``) and relevant batch
+    member i (positive[a, i], i != anchors[a]), the ``per_pair`` largest ½·max(0, m − q_a·k_i + q_a·k_j) over the
+    irrelevant j (not positive, j != anchors[a]); ``keys`` [B, D] the members' vectors. Eq. 1: queries and keys the
+    images' embeddings; Eq. 2: keys the texts'; Eq. 3: queries the anchors' texts."""
+    sim = queries @ keys.t()  # [A, B]
+    rows = torch.arange(len(anchors), device=keys.device)
     own = torch.zeros_like(positive, dtype=torch.bool)
     own[rows, anchors] = True
     rel, irr = positive & ~own, ~positive & ~own
     h = 0.5 * (margin - sim[:, :, None] + sim[:, None, :]).clamp_min(0.0)  # [A, i, j]
     h = h.masked_fill(~irr[:, None, :], -1.0)  # irrelevant j only (-1: never kept, below any hinge)
-    k = min(per_pair, h.shape[2])
-    top = h.topk(k, dim=2).values  # [A, B, k]
-    keep = rel[:, :, None] & (top >= 0)
-    return top[keep]
+    top = h.topk(min(per_pair, h.shape[2]), dim=2).values  # [A, B, k]
+    return top[rel[:, :, None] & (top >= 0)]
+
+
+def batch_hinges(emb: torch.Tensor, anchors: torch.Tensor, positive: torch.Tensor, margin: float,
+                 per_pair: int) -> torch.Tensor:
+    """Eq. 1's kept hinges on the batch's (normalised) image embeddings."""
+    f = F.normalize(emb, dim=1)
+    return pair_hinges(f[anchors], f, anchors, positive, margin, per_pair)
 
 
 class G17Loss(RowLoss):

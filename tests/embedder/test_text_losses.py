@@ -1,0 +1,89 @@
+"""Gordo & Larlus's textual losses beside a stage-one row (issue #67): Eq. 2 and Eq. 3 against a loop, the row's
+loss unchanged when they are off, the WSABIE-like row (Eq. 2 alone), the config's one-line refusals, and a tiny
+caption study training (V, V), (V+T) and WSABIE-like rows, the text tower kept in the checkpoints of the rows with it."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from scipy.sparse import csr_matrix
+
+from capcore.checkpoint import load_checkpoint
+from capcore.errors import CapawareError
+from embedder.config import TextLossConfig
+from embedder.losses.method_loss import MethodLoss
+from embedder.losses.text_side import TextSide
+from embedder.retrieval_report import load_rows
+from embedder.rows import run_study
+from tests.embedder.test_caption_study import tiny_cfg
+
+
+def bags(rng, n=10, v=7):
+    x = rng.random((n, v)) * (rng.random((n, v)) < 0.6) + np.eye(n, v) * 1e-3
+    return csr_matrix(x / np.linalg.norm(x, axis=1, keepdims=True))
+
+
+def test_eq2_and_eq3_against_a_loop():
+    rng, g = np.random.default_rng(0), torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    side = TextSide(TextLossConfig(eq2=1.0, eq3=0.5, margin=0.3, per_pair=2), bags(rng), 4)
+    emb, items = torch.randn(6, 4, generator=g), torch.tensor([9, 3, 0, 7, 2, 5])
+    anchors, positive = torch.tensor([0, 3]), torch.rand(2, 6, generator=g) < 0.5
+    phi = torch.nn.functional.normalize(emb, dim=1)
+    theta = side.texts(items, "cpu").detach()
+
+    def term(q_of, k_of):
+        kept = []
+        for r, a in enumerate(anchors.tolist()):
+            for i in range(6):
+                if i != a and positive[r, i]:
+                    h = sorted((0.5 * max(0.0, 0.3 - float(q_of(a) @ k_of(i)) + float(q_of(a) @ k_of(j)))
+                                for j in range(6) if j != a and not positive[r, j]), reverse=True)
+                    kept += h[:2]
+        return np.mean(kept) if kept else 0.0
+    want = term(lambda a: phi[a], lambda i: theta[i]) + 0.5 * term(lambda a: theta[a], lambda i: phi[i])
+    got = side(emb, anchors, positive, items)
+    assert got.item() == pytest.approx(want, rel=1e-5)
+    got.backward()
+    assert side.tower.weight.grad.abs().sum() > 0
+
+
+def test_the_rows_loss_is_unchanged_without_text_and_absent_in_the_wsabie_row():
+    g = torch.Generator().manual_seed(1)
+    emb, anchors = torch.randn(8, 4, generator=g), torch.tensor([1, 5])
+    positive = torch.rand(2, 8, generator=g) < 0.4
+    label_dist = torch.rand(2, 8, generator=g)
+    train = SimpleNamespace()
+    row = SimpleNamespace(name="V", loss="g17_hinge", mining="binary", margin=0.1, loss_args={},
+                          text=TextLossConfig())
+    plain = MethodLoss(row, train, 0)(emb, anchors, label_dist, positive)
+    no_text = SimpleNamespace(**{k: v for k, v in vars(row).items() if k != "text"})  # a row from before
+    assert plain.item() == MethodLoss(no_text, train, 0)(emb, anchors, label_dist, positive).item()
+    torch.manual_seed(2)
+    wsabie = MethodLoss(SimpleNamespace(**{**vars(row), "text": TextLossConfig(visual=0.0, eq2=1.0)}), train, 0,
+                        bags(np.random.default_rng(1), 8), 4)
+    items = torch.arange(8)
+    torch.manual_seed(2)
+    side = TextSide(TextLossConfig(visual=0.0, eq2=1.0), bags(np.random.default_rng(1), 8), 4)
+    assert wsabie(emb, anchors, label_dist, positive, items).item() == pytest.approx(
+        side(emb, anchors, positive, items).item())
+
+
+def test_text_losses_need_the_tfidf_space_and_weights_that_train(tmp_path):
+    with pytest.raises(CapawareError, match=r"methods\[0\].text.*tf-idf caption bags.*captions.space: tfidf"):
+        tiny_cfg(tmp_path, "methods=[{name: VT, loss: g17_hinge, margin: 0.1, text: {eq2: 1.0}}]")
+    with pytest.raises(CapawareError, match=r"methods\[0\].text: every loss weight is 0"):
+        tiny_cfg(tmp_path, "captions.space=tfidf", "methods=[{name: X, loss: g17_hinge, text: {visual: 0.0}}]")
+
+
+def test_a_tiny_caption_study_trains_visual_and_joint_rows(tmp_path):
+    cfg = tiny_cfg(tmp_path, "captions.space=tfidf", "train.epochs=0.2",
+                   "methods=[{name: V, loss: g17_hinge, margin: 0.1}, "
+                   "{name: VT, loss: g17_hinge, margin: 0.1, text: {eq2: 1.0, eq3: 1.0}}, "
+                   "{name: WSABIE, loss: g17_hinge, margin: 0.1, text: {visual: 0.0, eq2: 1.0}}]")
+    rows = load_rows(run_study(cfg, progress=False))
+    assert {"V", "VT", "WSABIE"} <= set(rows)
+    for name, has_tower in (("v", False), ("vt", True), ("wsabie", True)):
+        state = load_checkpoint(tmp_path / "run" / "methods" / name / "model.pt")
+        keys = [k for k in state["criterion"] if k.startswith("text.tower")]
+        assert bool(keys) == has_tower, name
