@@ -1,6 +1,8 @@
 """Gordo & Larlus's textual losses beside a stage-one row (issue #67): Eq. 2 and Eq. 3 against a loop, the row's
 loss unchanged when they are off, the WSABIE-like row (Eq. 2 alone), the config's one-line refusals, and a tiny
-caption study training (V, V), (V+T) and WSABIE-like rows, the text tower kept in the checkpoints of the rows with it."""
+caption study training (V, V), (V+T) and WSABIE-like rows (the text tower kept in the checkpoints of the rows with
+it) and their Table 2 (embedder.g17_table)."""
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +15,7 @@ from capcore.errors import CapawareError
 from embedder.config import TextLossConfig
 from embedder.losses.method_loss import MethodLoss
 from embedder.losses.text_side import TextSide
+from embedder import g17_table
 from embedder.retrieval_report import load_rows
 from embedder.rows import run_study
 from tests.embedder.test_caption_study import tiny_cfg
@@ -76,14 +79,35 @@ def test_text_losses_need_the_tfidf_space_and_weights_that_train(tmp_path):
         tiny_cfg(tmp_path, "captions.space=tfidf", "methods=[{name: X, loss: g17_hinge, text: {visual: 0.0}}]")
 
 
-def test_a_tiny_caption_study_trains_visual_and_joint_rows(tmp_path):
-    cfg = tiny_cfg(tmp_path, "captions.space=tfidf", "train.epochs=0.2",
+@pytest.fixture(scope="module")
+def joint_study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("g17")
+    cfg = tiny_cfg(tmp, "captions.space=tfidf", "train.epochs=0.2",
                    "methods=[{name: V, loss: g17_hinge, margin: 0.1}, "
                    "{name: VT, loss: g17_hinge, margin: 0.1, text: {eq2: 1.0, eq3: 1.0}}, "
                    "{name: WSABIE, loss: g17_hinge, margin: 0.1, text: {visual: 0.0, eq2: 1.0}}]")
-    rows = load_rows(run_study(cfg, progress=False))
+    return tmp, run_study(cfg, progress=False)
+
+
+def test_a_tiny_caption_study_trains_visual_and_joint_rows(joint_study):
+    tmp, ret_dir = joint_study
+    rows = load_rows(ret_dir)
     assert {"V", "VT", "WSABIE"} <= set(rows)
     for name, has_tower in (("v", False), ("vt", True), ("wsabie", True)):
-        state = load_checkpoint(tmp_path / "run" / "methods" / name / "model.pt")
+        state = load_checkpoint(tmp / "run" / "methods" / name / "model.pt")
         keys = [k for k in state["criterion"] if k.startswith("text.tower")]
         assert bool(keys) == has_tower, name
+
+
+def test_the_g17_table_names_its_rows_as_the_paper_and_scores_them_against_the_proxy(joint_study):
+    tmp, ret_dir = joint_study
+    g17_table.main([str(tmp / "run"), "--r-max", "6"])
+    out = json.loads((tmp / "run" / "results" / "g17_table.json").read_text())
+    names = [r["row"] for r in out["rows"]]
+    assert names[0] == "Random (x5)" and names[1].startswith("Visual baseline (, V)")
+    assert names[2:] == ["V (V, V)", "VT (V+T, V)", "VT (V+T, V+T)", "WSABIE WSABIE-like (V+T, V)",
+                         "WSABIE (V+T, V+T)"]
+    track_rows = {r["row"]: r for r in out["rows"]}
+    assert 0.0 < track_rows["V (V, V)"]["ndcg_auc"] <= 1.0 and len(track_rows["V (V, V)"]["ndcg"]) == 6
+    assert track_rows["Random (x5)"]["ndcg_auc_sd"] > 0 and abs(track_rows["Random (x5)"]["pcc_auc"]) < 0.5
+    assert (tmp / "run" / "results" / "g17_table.md").read_text().count("\n") == len(names) + 2
