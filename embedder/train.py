@@ -284,6 +284,8 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
     step = int(state["step"]) if state else 0
     fields = {"arch": cfg.model.arch, "embed_dim": row.embed_dim, "normalised": run.criterion.normalised,
               "method": method.name}
+    if bags is not None:  # the text tower's stems, in its rows' order: a later query names words (embedder.query)
+        fields["text_vocab"] = list(getattr(getattr(space, "space", space), "vocab"))
 
     def checkpoint(path: Path, at: int, done: bool) -> None:
         if run.rank == 0:

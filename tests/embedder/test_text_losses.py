@@ -111,3 +111,28 @@ def test_the_g17_table_names_its_rows_as_the_paper_and_scores_them_against_the_p
     assert 0.0 < track_rows["V (V, V)"]["ndcg_auc"] <= 1.0 and len(track_rows["V (V, V)"]["ndcg"]) == 6
     assert track_rows["Random (x5)"]["ndcg_auc_sd"] > 0 and abs(track_rows["Random (x5)"]["pcc_auc"]) < 0.5
     assert (tmp / "run" / "results" / "g17_table.md").read_text().count("\n") == len(names) + 2
+
+
+def test_a_query_with_text_modifiers_ranks_the_gallery_as_computed_by_hand(joint_study, capsys):
+    from embedder import query
+
+    tmp, _ = joint_study
+    row = query.JointRow.load(tmp / "run" / "methods" / "vt" / "model.pt")
+    images = sorted((tmp / "captions").rglob("*.png"))[:7]
+    image, gallery = images[0], images[1:]
+    word = row.vocab[0]
+    ranked = query.rank_gallery(row, image, gallery, add=[word])
+    with torch.no_grad():  # by hand: normalise(normalise(phi_q) + theta(word)) against each image's phi
+        phi = torch.nn.functional.normalize(row.model(row.images(images)), dim=1)
+        concept = torch.nn.functional.normalize(row.tower.weight[0], dim=0)
+        q = torch.nn.functional.normalize(phi[0] + concept, dim=0)
+        want = sorted(zip((phi[1:] @ q).tolist(), gallery), key=lambda t: -t[0])
+    assert [p for p, _ in ranked] == [p for _, p in want]
+    assert [s for _, s in ranked] == pytest.approx([s for s, _ in want], abs=1e-5)
+    query.main(["--model", str(tmp / "run" / "methods" / "vt" / "model.pt"), "--image", str(image), "--gallery",
+                str(image.parent), "--add", word, "--top", "3"])
+    assert len(capsys.readouterr().out.strip().splitlines()) == 3
+    with pytest.raises(CapawareError, match="not in the caption vocabulary"):
+        query.rank_gallery(row, image, gallery, add=["zzzqqq"])
+    with pytest.raises(CapawareError, match="no text side"):
+        query.JointRow.load(tmp / "run" / "methods" / "v" / "model.pt")
