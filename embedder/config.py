@@ -67,7 +67,15 @@ PAPER_ROWS = {
 LATER_ROWS = {
     "L(RnC)": {"loss": "rank_n_contrast", "mining": "dense"},  # Rank-N-Contrast, Zha et al. 2023 (issue #29)
 }
-ROWS = {**PAPER_ROWS, **LATER_ROWS}
+# Rows of the companion papers' systems (issue #67: Gordo & Larlus 2017, their §5 and Table 2): the visual hinge on
+# the k proxy-nearest (V), with the textual losses of Eq. 2 and 3 beside it (V+T), and Eq. 2 alone (WSABIE-like).
+# Their margin is not given in the paper: 0.1 until a sweep chooses one.
+COMPANION_ROWS = {
+    "G17 (V)": {"loss": "g17_hinge", "mining": "binary", "margin": 0.1},
+    "G17 (V+T)": {"loss": "g17_hinge", "mining": "binary", "margin": 0.1, "text": {"eq2": 1.0, "eq3": 1.0}},
+    "WSABIE-like": {"loss": "g17_hinge", "mining": "binary", "margin": 0.1, "text": {"visual": 0.0, "eq2": 1.0}},
+}
+ROWS = {**PAPER_ROWS, **LATER_ROWS, **COMPANION_ROWS}
 
 
 def expand_rows(raw, where: str):
