@@ -138,6 +138,21 @@ class MethodConfig:
 
 
 @dataclass
+class PoolConfig:
+    """Gordo & Larlus's triplet mining (their §6.1; embedder/g17_pool.py): every ``refresh`` steps, ``queries``
+    training images each with ``per_query`` of their relevant ones make a pool, embedded by the current model; each
+    (query, relevant) pair keeps its ``per_pair`` largest-loss irrelevant pool images; a step draws ``triplets``."""
+    queries: int = 500
+    per_query: int = 9
+    per_pair: int = 100
+    refresh: int = 64
+    triplets: int = 64
+
+
+SAMPLERS = ("anchors", "g17_pool")
+
+
+@dataclass
 class TrainConfig:
     batch_size: int = 150
     k: int = 5  # label-nearest neighbours of each anchor put in its minibatch
@@ -171,6 +186,9 @@ class TrainConfig:
     ckpt_every: int = bookkeeping(50)  # steps between checkpoints (and at the end)
     log_every: int = bookkeeping(10)
     stop_after_steps: Optional[int] = bookkeeping(None)  # testing aid: die after this step like a kill (no checkpoint)
+    sampler: str = added_later(default="anchors")  # anchors: Kim et al.'s anchor batches (embedder/sampler.py) |
+    # g17_pool: Gordo & Larlus's triplets mined from a pool (train.pool; g17_hinge rows only; the same step count)
+    pool: PoolConfig = added_later(default_factory=PoolConfig)
 
 
 PRETRAIN_TARGETS = ("identity", "identity_shape", "attributes")
@@ -323,6 +341,7 @@ def check(cfg, c: ConfigChecks) -> None:
                "set train.k < train.batch_size")
     positive("eval.k", cfg.eval.k)
     positive("graph.m", cfg.graph.m)
+    check_sampler(c, t)
     for where, method in [("method", cfg.method)] + [(f"methods[{i}]", m) for i, m in enumerate(cfg.methods)]:
         check_method(c, where, method)
         c.need(not text_on(method.text) or cfg.captions.space == "tfidf", f"{where}.text",
@@ -346,6 +365,13 @@ def row_settings(cfg, method) -> RowSettings:
     return RowSettings(lr=pick(method.lr, cfg.train.lr), epochs=method.epochs or cfg.train.epochs,
                        anchors_per_batch=method.anchors_per_batch or cfg.train.anchors_per_batch,
                        embed_dim=method.embed_dim or cfg.model.embed_dim)
+
+
+def check_sampler(c: ConfigChecks, t) -> None:
+    """``train.sampler`` is known and its pool's sizes are positive (which loss it mines for: embedder.train)."""
+    c.choice("train.sampler", t.sampler, SAMPLERS)
+    for key in ("queries", "per_query", "per_pair", "refresh", "triplets"):
+        c.positive(f"train.pool.{key}", getattr(t.pool, key))
 
 
 def check_method(c: ConfigChecks, where: str, method) -> None:

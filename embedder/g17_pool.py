@@ -56,3 +56,4 @@ def candidates(emb: torch.Tensor, pool: Pool, relevant: np.ndarray, margin: floa
                 if v > 0:  # a satisfied triplet teaches nothing
                     out.append((int(q), int(pool.images[rel[r]]), int(pool.images[irr[j]])))
     return np.array(out, dtype=np.int64).reshape(-1, 3)
+

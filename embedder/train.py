@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.nn.utils import get_total_norm
 from tqdm import tqdm
 
 from capcore import distributed
@@ -30,17 +29,18 @@ from capcore.config import config_arguments
 from capcore.checkpoint import load_checkpoint
 from capcore.device import autocast, pick_device, precision_choice
 from capcore.errors import CapawareError, run_cli
-from capcore.finite import check_finite
 from capcore.fingerprint import run_fingerprint
-from capcore.harness import LoopCheckpoint, StopRequested, asked_to_stop
+from capcore.harness import LoopCheckpoint
 from capcore.optim import adam
 from capcore.run_layout import StudyDir, TrainDir
 from embedder.config import RowSettings, load_config, row_settings, slug, text_on
 from embedder.data import normalise
 from embedder.head_warmup import pooled_features, warm_up_head
 from embedder.jitter import jitter
+from embedder.g17_steps import take_pool_steps
 from embedder.losses.method_loss import MethodLoss
-from embedder.model import build_model, hold_frozen_norms
+from embedder.step_loop import RowOutputs, after_step, training_net
+from embedder.model import build_model
 from embedder.param_groups import param_groups
 from embedder.sampler import AnchorBatchSampler
 from embedder.schedule import stage_one_lr
@@ -105,20 +105,6 @@ class StepBatches(torch.utils.data.Dataset):
                 positive_mask(self.nn_idx, b.items, b.anchors, self.positives), torch.from_numpy(b.items))
 
 
-class TrunkHead(torch.nn.Module):
-    """One training forward: trunk (or its trainable rest) autocast to ``dtype`` (None: float32), head in
-    float32 (the log-ratio needs precise distances). One module, so that DDP sees the whole step's forward."""
-
-    def __init__(self, trunk: torch.nn.Module, head: torch.nn.Module, dtype: torch.dtype | None):
-        super().__init__()
-        self.trunk, self.head, self.dtype = trunk, head, dtype
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with autocast(x.device, self.dtype):
-            features = self.trunk(x)
-        return self.head(features.float())
-
-
 def memory_format() -> torch.memory_format:
     """channels_last for every step: it pays under bfloat16 autocast, on GPUs, and in float32 on the CPUs
     without native bfloat16 that ``precision: auto`` sends to float32. ``python benchmarks/bench_stage1_precision.py``
@@ -171,13 +157,6 @@ def prepare_batchnorm(model: torch.nn.Module, mode: str, device: torch.device,
         raise CapawareError("train.batchnorm", "sync needs CUDA (torch's SyncBatchNorm has no CPU kernel)",
                             "use train.batchnorm=batch (frozen statistics on CPU) or per_process")
     return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model), "sync"
-
-
-def freeze_bn(model: torch.nn.Module) -> None:
-    """BatchNorm in eval mode: running statistics normalise, affine weights still train."""
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.eval()
 
 
 def make_optimizer(t, params: list, lr: float) -> torch.optim.Optimizer:
@@ -254,13 +233,6 @@ def step_loader(steps: StepBatches, workers: int) -> torch.utils.data.DataLoader
                                        persistent_workers=False, prefetch_factor=2 if workers else None)
 
 
-def log_step(writer, run: StageOneRun, loss: torch.Tensor, step: int) -> None:
-    writer.add_scalar("train/loss", loss.item(), step)
-    writer.add_scalar("train/lr", run.sched.get_last_lr()[0], step)
-    grads = [p.grad for p in run.params if p.grad is not None]
-    writer.add_scalar("train/grad_norm", float(get_total_norm(grads)), step)
-
-
 def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, progress: bool = True,
                  on_step=None) -> Path:
     """Train ``method`` on the images in ``bank`` (labels ``space``, graph ``nn_idx``); return model.pt.
@@ -273,6 +245,9 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
             raise CapawareError(where.model, "a finished run of another config or method is in the way",
                                 f"delete {out_dir} to retrain, or choose another out_dir")
         return where.model
+    if cfg.train.sampler == "g17_pool" and method.loss != "g17_hinge":
+        raise CapawareError(f"{method.name}: train.sampler", f"g17_pool mines triplets for the g17_hinge loss, not "
+                            f"{method.loss}", "train this row with train.sampler: anchors")
     row = row_settings(cfg, method)
     bags = getattr(space, "vectors", None) if text_on(method.text) else None  # the text losses' caption bags
     run = StageOneRun.build(cfg, method, row, nn_idx, progress, bags)
@@ -299,7 +274,10 @@ def train_method(cfg, method, out_dir: Path, bank, space, nn_idx: np.ndarray, pr
                         inputs)
     out = RowOutputs(writer, lambda at, done: checkpoint(last.path, at, done), Path(out_dir), method.name,
                      f"delete {out_dir} and lower {method.name}'s lr (now {row.lr})", progress and run.rank == 0)
-    take_steps(run, cfg, steps, to_input, out, on_step)
+    if cfg.train.sampler == "g17_pool":  # Gordo & Larlus's triplets mined from a pool, the same step count
+        take_pool_steps(run, cfg, inputs, to_input, nn_idx, out, step, on_step)
+    else:
+        take_steps(run, cfg, steps, to_input, out, on_step)
     checkpoint(where.model, run.total, done=True)
     if run.rank == 0:
         last.path.unlink(missing_ok=True)
@@ -317,46 +295,18 @@ def warm_head(run: StageOneRun, t, bank, space, nn_idx: np.ndarray, inputs, to_i
     return warm_up_head(run.model, run.criterion, warm, feats, t.head_warmup_steps, t.head_warmup_lr, run.device)
 
 
-@dataclass
-class RowOutputs:
-    """Where the loop of one row reports: TensorBoard, its resumable checkpoint, the bar, a divergence's fix."""
-    writer: object
-    save_last: object  # (step, done) -> None: last.pt (rank 0)
-    out_dir: Path
-    name: str
-    fix: str  # what to do when the loss is no longer finite
-    progress: bool
-
-
 def take_steps(run: StageOneRun, cfg, steps: StepBatches, to_input, out: RowOutputs, on_step=None) -> None:
     """The loop, from ``steps.start`` to ``run.total``: a step, its logs and checkpoints, a requested stop."""
-    t, step, writer = cfg.train, steps.start, out.writer
-    run.model.train()
-    hold_frozen_norms(run.model)  # a stage frozen in place (a backbone other than a ResNet) keeps its statistics
-    if run.batchnorm == "frozen":
-        freeze_bn(run.model)
-    net = distributed.wrap(TrunkHead(run.rest, run.model.head, run.dtype), run.device)
+    t, step = cfg.train, steps.start
+    net = training_net(run)
     bar = tqdm(total=run.total, initial=step, desc=out.name, disable=not out.progress, leave=False)
     for images, anchors, label_dist, positive, items in step_loader(steps, cfg.data.num_workers):
         x = jitter(to_input(images), t.jitter, cfg.seed, step)  # step: the one being taken, counted from 0
         loss = one_step(run, net, x, anchors, label_dist, positive, items)
         step += 1
-        bar.update(1)
-        if on_step is not None:
-            on_step(step, run.model)
-        if step % t.log_every == 0 or step % t.ckpt_every == 0 or step == run.total:
-            check_finite(loss, out.out_dir, step, out.fix)
-        if step % t.log_every == 0 or step == run.total:
-            log_step(writer, run, loss, step)
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-        if step % t.ckpt_every == 0 or step == run.total:
-            out.save_last(step, step == run.total)
-        if asked_to_stop(step, t.stop_after_steps, run.total):
-            writer.close()  # the steps since the last checkpoint are lost, as in a kill, and replayed
-            distributed.barrier()  # no process dies (and makes torchrun stop rank 0) mid-write
-            raise StopRequested(step)
+        after_step(run, t, out, loss, step, bar, on_step)
     bar.close()
-    writer.close()
+    out.writer.close()
 
 
 def one_step(run: StageOneRun, net: torch.nn.Module, x: torch.Tensor, anchors, label_dist, positive,

@@ -48,12 +48,35 @@ def batch_hinges(emb: torch.Tensor, anchors: torch.Tensor, positive: torch.Tenso
     return pair_hinges(f[anchors], f, anchors, positive, margin, per_pair)
 
 
+class MinedTriplets(torch.nn.Module):
+    """The current candidates as a buffer of the row's criterion, so a checkpoint keeps them and a run resumed
+    between two minings draws from the same ones (their number changes from one mining to the next: a load takes
+    the stored size)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("triplets", torch.zeros(0, 3, dtype=torch.long))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        stored = state_dict.get(prefix + "triplets")
+        if stored is not None:
+            self.triplets = torch.zeros_like(stored)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
 class G17Loss(RowLoss):
     """Eq. 1 on the batch's k-NN triplets, each relevant pair's hardest ``per_pair`` irrelevant images kept."""
 
     def __init__(self, method, args, train):
         super().__init__(method, args, train)
         self.margin, self.per_pair = method.margin, int(args["per_pair"])
+        if getattr(train, "sampler", "anchors") == "g17_pool":  # their pool mining (embedder/g17_steps.py)
+            self.mined = MinedTriplets()
+
+    def triplets(self, emb: torch.Tensor, trip: torch.Tensor) -> torch.Tensor:
+        """Eq. 1 on given triplets: ``trip`` [T, 3] rows of ``emb`` (query, relevant, irrelevant), the mean."""
+        f = F.normalize(emb, dim=1)
+        return half_hinge(f[trip[:, 0]], f[trip[:, 1]], f[trip[:, 2]], self.margin).mean()
 
     def forward(self, batch: LossBatch) -> torch.Tensor:
         kept = batch_hinges(batch.emb, batch.anchors.to(batch.emb.device), batch.positive.to(batch.emb.device),

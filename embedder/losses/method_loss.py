@@ -48,3 +48,9 @@ class MethodLoss(torch.nn.Module):
                 raise ValueError("the text losses need the batch's item indices")
             total = total + self.text(emb, anchors, positive, items)
         return total
+
+    def triplets(self, emb, trip, items):
+        """The row's loss on mined triplets (Gordo & Larlus's pool, embedder/g17_steps.py): Eq. 1 x ``text.visual``
+        plus the text losses on the same triplets."""
+        total = self.visual * self.loss.triplets(emb, trip) if self.visual > 0 else emb.sum() * 0.0
+        return total + self.text.triplets(emb, trip, items) if self.text is not None else total

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from embedder.losses.g17 import pair_hinges
+from embedder.losses.g17 import half_hinge, pair_hinges
 from joint.tfidf_text import TfidfTextEncoder, scipy_to_torch
 
 
@@ -39,3 +39,11 @@ class TextSide(torch.nn.Module):
                 kept = pair_hinges(queries, keys, anchors, positive, c.margin, c.per_pair)
                 total = total + weight * (kept.mean() if kept.numel() else 0.0)
         return total
+
+    def triplets(self, emb: torch.Tensor, trip: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """Eq. 2 and 3 on given triplets (rows of ``emb``, ``items`` the rows' training indices), weighted."""
+        c = self.cfg
+        phi, theta = F.normalize(emb, dim=1), self.texts(items, emb.device)
+        q, p, n = trip[:, 0], trip[:, 1], trip[:, 2]
+        return (c.eq2 * half_hinge(phi[q], theta[p], theta[n], c.margin).mean()
+                + c.eq3 * half_hinge(theta[q], phi[p], phi[n], c.margin).mean())

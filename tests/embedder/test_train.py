@@ -72,10 +72,14 @@ def data_root(tmp_path_factory):
 
 @pytest.mark.parametrize("loss,extra", [("log_ratio", []), ("margin", []),
                                         ("log_ratio", ["train.head_warmup_steps=4"]),
-                                        ("log_ratio", ["train.freeze=none", "train.jitter=0.3"])])  # whole trunk
+                                        ("log_ratio", ["train.freeze=none", "train.jitter=0.3"]),  # whole trunk
+                                        ("g17_hinge", ["train.sampler=g17_pool", "train.pool.queries=6",  # mined
+                                                       "train.pool.per_query=2", "train.pool.refresh=4",  # at 0, 4:
+                                                       "train.pool.triplets=8", "train.pool.per_pair=5",  # resumed
+                                                       "method.margin=0.3"])])  # at 2 from the kept ones
 def test_resume_after_kill_reproduces_uninterrupted_weights(tmp_path, data_root, loss, extra, in_checkout):
     common = ["--config", "configs/demo/demo_pose.yaml", f"method.loss={loss}",
-              "method.mining=binary" if loss == "margin" else "method.mining=dense", *extra]
+              "method.mining=binary" if loss in ("margin", "g17_hinge") else "method.mining=dense", *extra]
     assert train(common + tiny_overrides(tmp_path, data_root, "full")) == 0
     killed = train(common + tiny_overrides(tmp_path, data_root, "killed") + ["train.stop_after_steps=3"])
     assert killed == 3  # died mid-run, like a kill
@@ -204,3 +208,9 @@ def test_log_ratio_with_dense_mining_trains_a_timm_vit_and_stage_two_reads_its_c
 
     bad = cli(vit[:-len(tiny_overrides(tmp_path, data_root, "vit"))] + ["train.freeze=layer2"], capsys)
     one_line_error(bad, "train.freeze", "has no stage 'layer2'")
+
+
+def test_the_pool_sampler_with_a_loss_it_does_not_mine_for_is_one_line(tmp_path, data_root, in_checkout, capsys):
+    result = cli(["--config", "configs/demo/demo_pose.yaml", *tiny_overrides(tmp_path, data_root, "run"),
+                  "train.sampler=g17_pool"], capsys)
+    one_line_error(result, "g17_pool mines triplets for the g17_hinge loss, not log_ratio")
