@@ -136,3 +136,22 @@ def test_a_query_with_text_modifiers_ranks_the_gallery_as_computed_by_hand(joint
         query.rank_gallery(row, image, gallery, add=["zzzqqq"])
     with pytest.raises(CapawareError, match="no text side"):
         query.JointRow.load(tmp / "run" / "methods" / "v" / "model.pt")
+
+
+def test_the_pool_triplets_take_eq_1_to_3_on_the_given_triplets():
+    """What a pool-mined step (train.sampler: g17_pool) computes: each equation's mean hinge on the drawn triplets."""
+    rng, g = np.random.default_rng(3), torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    text = TextLossConfig(visual=0.5, eq2=1.0, eq3=2.0, margin=0.3)
+    row = SimpleNamespace(name="VT", loss="g17_hinge", mining="binary", margin=0.2, loss_args={}, text=text)
+    loss = MethodLoss(row, SimpleNamespace(sampler="g17_pool"), 0, bags(rng, 10), 4)
+    emb, items = torch.randn(5, 4, generator=g), torch.tensor([2, 4, 5, 7, 9])
+    trip = torch.tensor([[0, 1, 2], [3, 4, 0], [1, 0, 4]])
+    phi = torch.nn.functional.normalize(emb, dim=1)
+    theta = loss.text.texts(items, "cpu").detach()
+
+    def mean(q, p, n, m):
+        return np.mean([0.5 * max(0.0, m - float(q[a] @ p[b]) + float(q[a] @ n[c])) for a, b, c in trip.tolist()])
+    want = 0.5 * mean(phi, phi, phi, 0.2) + 1.0 * mean(phi, theta, theta, 0.3) + 2.0 * mean(theta, phi, phi, 0.3)
+    assert loss.triplets(emb, trip, items).item() == pytest.approx(want, rel=1e-5)
+    assert loss.loss.mined.triplets.shape == (0, 3)  # the pool's candidates, empty until the first mining
