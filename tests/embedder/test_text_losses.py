@@ -82,7 +82,7 @@ def test_text_losses_need_the_tfidf_space_and_weights_that_train(tmp_path):
 @pytest.fixture(scope="module")
 def joint_study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("g17")
-    cfg = tiny_cfg(tmp, "captions.space=tfidf", "train.epochs=0.2",
+    cfg = tiny_cfg(tmp, "captions.space=tfidf", "train.epochs=0.2", "model.init=none",  # no class pretraining
                    "methods=[{name: V, loss: g17_hinge, margin: 0.1}, "
                    "{name: VT, loss: g17_hinge, margin: 0.1, text: {eq2: 1.0, eq3: 1.0}}, "
                    "{name: WSABIE, loss: g17_hinge, margin: 0.1, text: {visual: 0.0, eq2: 1.0}}]")
