@@ -41,19 +41,17 @@ def candidates(emb: torch.Tensor, pool: Pool, relevant: np.ndarray, margin: floa
     """[T, 3] training indices (query, relevant, irrelevant) of the kept triplets; ``emb`` [P, D] embeds
     ``pool.images`` in order (l2-normalised here)."""
     f = torch.nn.functional.normalize(emb.float(), dim=1)
-    where = {int(img): i for i, img in enumerate(pool.images)}
-    rel_sets = [set(relevant[q].tolist()) for q in pool.queries]
     out = []
     for qi, q in enumerate(pool.queries):
-        rel = [where[r] for r in sorted(rel_sets[qi]) if r in where]
-        irr = torch.tensor([i for i, img in enumerate(pool.images) if img != q and int(img) not in rel_sets[qi]])
-        if not rel or len(irr) == 0:
+        is_rel = np.isin(pool.images, relevant[q])
+        rel = np.flatnonzero(is_rel)
+        rel = rel[np.argsort(pool.images[rel], kind="stable")]  # by training index
+        irr = np.flatnonzero(~is_rel & (pool.images != q))  # in pool order
+        if not len(rel) or not len(irr):
             continue
         h = half_hinge(f[qi], f[rel][:, None, :], f[irr][None, :, :], margin)  # [R, I]
         top = h.topk(min(per_pair, len(irr)), dim=1)
-        for r, (values, idx) in enumerate(zip(top.values, top.indices)):
-            for v, j in zip(values.tolist(), idx.tolist()):
-                if v > 0:  # a satisfied triplet teaches nothing
-                    out.append((int(q), int(pool.images[rel[r]]), int(pool.images[irr[j]])))
-    return np.array(out, dtype=np.int64).reshape(-1, 3)
+        r, k = np.nonzero(top.values.numpy() > 0)  # a satisfied triplet teaches nothing; row-major, as kept
+        out.append(np.stack([np.full(len(r), q), pool.images[rel[r]], pool.images[irr[top.indices.numpy()[r, k]]]], 1))
+    return np.concatenate(out).astype(np.int64) if out else np.zeros((0, 3), np.int64)
 
